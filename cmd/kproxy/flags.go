@@ -1,0 +1,64 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/kproxy/kproxy/config"
+)
+
+// options are the flags shared by run, demo and validate. A flag that is
+// set wins over the file.
+type options struct {
+	fs       *flag.FlagSet
+	config   string
+	listen   string
+	upstream string
+	admin    string
+	logLevel string
+	check    bool
+}
+
+func parseFlags(name string, args []string, stderr io.Writer) (*options, error) {
+	o := &options{fs: flag.NewFlagSet(name, flag.ContinueOnError)}
+	o.fs.SetOutput(stderr)
+	o.fs.StringVar(&o.config, "config", "", "path to kproxy.yaml")
+	o.fs.StringVar(&o.listen, "listen", "", "client address, HOST:PORT (proxy.listen)")
+	o.fs.StringVar(&o.upstream, "upstream", "", "broker address, HOST:PORT (proxy.upstream)")
+	o.fs.StringVar(&o.admin, "admin", "", "admin HTTP address, HOST:PORT (admin.listen)")
+	o.fs.StringVar(&o.logLevel, "log-level", "", "trace, debug, info, warn or error (log.level)")
+	if name == "demo" {
+		o.fs.BoolVar(&o.check, "check", false, "produce and consume a few records through kproxy, print them, and exit")
+	}
+	if err := o.fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if o.fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q", o.fs.Arg(0))
+	}
+	return o, nil
+}
+
+// load reads the file (if any) and applies the flags over it.
+func (o *options) load() (config.File, *yaml.Node, error) {
+	f, root := config.Defaults(), (*yaml.Node)(nil)
+	if o.config != "" {
+		var err error
+		if f, root, err = config.Load(o.config); err != nil {
+			return f, nil, err
+		}
+	}
+	set := func(dst *string, v string) {
+		if v != "" {
+			*dst = v
+		}
+	}
+	set(&f.Proxy.Listen, o.listen)
+	set(&f.Proxy.Upstream, o.upstream)
+	set(&f.Admin.Listen, o.admin)
+	set(&f.Log.Level, o.logLevel)
+	return f, root, nil
+}

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/rs/zerolog"
+
+	"github.com/kproxy/kproxy/admin"
+	"github.com/kproxy/kproxy/config"
+	"github.com/kproxy/kproxy/logging"
+	"github.com/kproxy/kproxy/proxy"
+)
+
+// service is one running kproxy: the relay and its admin server.
+type service struct {
+	cfg   config.File
+	log   zerolog.Logger
+	proxy *proxy.Server
+	admin *admin.Server
+}
+
+// start binds the client and admin ports and starts serving.
+func start(cfg config.File) (*service, error) {
+	log := logging.New(cfg.Log, os.Stderr)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	srv, err := proxy.New(cfg.Proxy, cfg.Framing, cfg.Correlate, log, proxy.NewMetrics(reg))
+	if err != nil {
+		return nil, err
+	}
+	if err := srv.Listen(); err != nil {
+		return nil, err
+	}
+	s := &service{cfg: cfg, log: log, proxy: srv}
+	if cfg.Admin.Listen != "" {
+		s.admin = admin.New(cfg.Admin, reg, srv.Ready, log)
+		if err := s.admin.Start(); err != nil {
+			return nil, err
+		}
+		log.Info().Str("admin", s.admin.Addr().String()).Msg("admin endpoints: /healthz /readyz /metrics")
+	}
+	go func() {
+		if err := srv.Serve(); err != nil {
+			log.Error().Err(err).Msg("accept loop stopped")
+		}
+	}()
+	log.Info().Str("version", version()).Msg("kproxy started")
+	return s, nil
+}
+
+// waitSignal blocks until SIGTERM or SIGINT (or done closes), then drains.
+// A second signal during the drain stops at once.
+func (s *service) waitSignal(done <-chan struct{}) {
+	sig := make(chan os.Signal, 2)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	defer signal.Stop(sig)
+	select {
+	case got := <-sig:
+		s.log.Info().Str("signal", got.String()).Dur("drain_timeout", s.cfg.Proxy.DrainTimeout).Msg("shutting down")
+	case <-done:
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Proxy.DrainTimeout)
+	defer cancel()
+	go func() {
+		select {
+		case <-sig:
+			s.log.Warn().Msg("second signal: stopping without waiting")
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	s.proxy.Drain(ctx)
+	if s.admin != nil {
+		shut, cancelShut := context.WithTimeout(context.Background(), time.Second)
+		defer cancelShut()
+		s.admin.Close(shut)
+	}
+	s.log.Info().Msg("kproxy stopped")
+}

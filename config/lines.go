@@ -1,0 +1,51 @@
+package config
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// at builds an Error for a dotted field path, with the line of the deepest
+// part of the path that the file contains.
+func at(file string, root *yaml.Node, path, msg string) *Error {
+	return &Error{File: file, Field: path, Msg: msg, Line: lineOf(root, path)}
+}
+
+func lineOf(root *yaml.Node, path string) int {
+	if root == nil || len(root.Content) == 0 {
+		return 0
+	}
+	n, line := root.Content[0], 0
+	for _, key := range strings.Split(path, ".") {
+		if n.Kind != yaml.MappingNode {
+			break
+		}
+		found := false
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == key {
+				line, n, found = n.Content[i].Line, n.Content[i+1], true
+				break
+			}
+		}
+		if !found {
+			break
+		}
+	}
+	return line
+}
+
+var yamlLine = regexp.MustCompile(`line (\d+): (.*)`)
+
+// yamlError turns yaml.v3's messages ("yaml: unmarshal errors:\n  line 3:
+// field foo not found in type proxy.Config") into an Error with a line.
+func yamlError(err error) *Error {
+	m := yamlLine.FindStringSubmatch(err.Error())
+	if m == nil {
+		return &Error{Msg: strings.TrimPrefix(err.Error(), "yaml: ")}
+	}
+	line, _ := strconv.Atoi(m[1])
+	return &Error{Line: line, Msg: m[2]}
+}

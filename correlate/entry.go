@@ -1,0 +1,36 @@
+package correlate
+
+import "time"
+
+// Kind says how an entry's response will arrive.
+type Kind uint8
+
+const (
+	// Forwarded: sent upstream; the response is matched by correlation id.
+	Forwarded Kind = iota
+	// Synthetic: answered by kproxy; Response holds the whole frame.
+	Synthetic
+	// RawToken: a SASL token sent after SaslHandshake v0; its answer is
+	// the next upstream frame, which has no header.
+	RawToken
+)
+
+// Entry is one request awaiting its response.
+type Entry struct {
+	Kind       Kind
+	APIKey     int16
+	APIVersion int16
+	ClientID   int32 // the client's correlation id, restored on the response
+	UpstreamID int32 // assigned by the table on Push
+	Start      time.Time
+	ReqBytes   int
+	// SaslRounds is set on a SaslHandshake v0 request: how many raw token
+	// round trips its mechanism takes (0 = unknown, see Table.Raw).
+	SaslRounds int8
+	// Response is the whole frame of a Synthetic entry.
+	Response []byte
+	// Span and Decision are carried for the tracer and the policy engine;
+	// the table never looks at them.
+	Span     any
+	Decision any
+}

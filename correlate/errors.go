@@ -1,0 +1,24 @@
+package correlate
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrClosed is returned by a table that has been closed.
+var ErrClosed = errors.New("in-flight table closed")
+
+// ErrUnexpectedResponse is a response that arrived with nothing in flight.
+var ErrUnexpectedResponse = errors.New("response with no request in flight")
+
+// MismatchError is a response whose correlation id is not the head's.
+type MismatchError struct {
+	Want int32 // upstream id at the head of the table
+	Got  int32 // id the upstream sent
+	// ClientID is the client's id of the head entry, for the log line.
+	ClientID int32
+}
+
+func (e *MismatchError) Error() string {
+	return fmt.Sprintf("response correlation id %d does not match the oldest in-flight request (upstream id %d, client id %d)", e.Got, e.Want, e.ClientID)
+}

@@ -1,0 +1,159 @@
+package correlate
+
+import (
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/kproxy/kproxy/framing"
+)
+
+// ErrFull is returned by Push when the table holds MaxInFlight entries.
+// The caller flushes what it has written, waits with WaitRoom, and retries.
+var ErrFull = errors.New("in-flight table full")
+
+// Table is the InFlight FIFO of one upstream connection. The request side
+// pushes and the response side pops from their own goroutines; a mutex
+// keeps the two in step. Entries live in a ring allocated once, so the
+// steady state allocates nothing.
+type Table struct {
+	mu     sync.Mutex
+	room   chan struct{} // a token after each pop; closed by Close
+	ring   []Entry
+	head   int
+	n      int
+	nextID int32
+	closed bool
+	sasl   saslState
+}
+
+// New returns a table that holds at most max entries.
+func New(max int) *Table {
+	return &Table{ring: make([]Entry, max), room: make(chan struct{}, 1)}
+}
+
+// Len is the number of entries awaiting a response.
+func (t *Table) Len() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.n
+}
+
+// Push appends e and returns the upstream correlation id given to it. It
+// never blocks: a full table returns ErrFull.
+func (t *Table) Push(e Entry) (int32, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return 0, ErrClosed
+	}
+	if t.n == len(t.ring) {
+		return 0, ErrFull
+	}
+	e.UpstreamID = t.nextID
+	t.nextID++ // wraps; ids are opaque to the broker
+	if e.Kind == RawToken {
+		t.sasl.pending++
+	}
+	t.ring[(t.head+t.n)%len(t.ring)] = e
+	t.n++
+	return e.UpstreamID, nil
+}
+
+// WaitRoom blocks until the table has room (nil), is closed (ErrClosed), or
+// d has passed (ErrFull), so the caller can check its own bounds meanwhile.
+func (t *Table) WaitRoom(d time.Duration) error {
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	for {
+		t.mu.Lock()
+		full, closed := t.n == len(t.ring), t.closed
+		t.mu.Unlock()
+		switch {
+		case closed:
+			return ErrClosed
+		case !full:
+			return nil
+		}
+		select {
+		case <-t.room:
+		case <-timer.C:
+			return ErrFull
+		}
+	}
+}
+
+// Pop matches a response frame from upstream against the head entry and
+// removes it. Synthetic entries at the head must have been taken with
+// PopSynthetic first; finding one here is a caller bug reported as an error.
+func (t *Table) Pop(frame []byte) (Entry, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return Entry{}, ErrClosed
+	}
+	if t.n == 0 {
+		return Entry{}, ErrUnexpectedResponse
+	}
+	h := &t.ring[t.head]
+	switch h.Kind {
+	case RawToken:
+		t.sasl.pending--
+		t.sasl.tokenAnswered()
+	case Synthetic:
+		return Entry{}, errors.New("synthetic response still queued ahead of an upstream response")
+	default:
+		if len(frame) < framing.SizeLen+4 {
+			return Entry{}, errors.New("response shorter than its correlation id")
+		}
+		if got := framing.ResponseCorrelationID(frame); got != h.UpstreamID {
+			return Entry{}, &MismatchError{Want: h.UpstreamID, Got: got, ClientID: h.ClientID}
+		}
+		if h.APIKey == framing.KeySaslHandshake && h.APIVersion == 0 {
+			t.sasl.handshakeAnswered(frame, h.SaslRounds)
+		}
+	}
+	return t.popHead(), nil
+}
+
+// PopSynthetic removes and returns the head entry if kproxy answers it
+// itself. The caller writes e.Response to the client, then calls again
+// until ok is false.
+func (t *Table) PopSynthetic() (e Entry, ok bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed || t.n == 0 || t.ring[t.head].Kind != Synthetic {
+		return Entry{}, false
+	}
+	return t.popHead(), true
+}
+
+func (t *Table) popHead() Entry {
+	e := t.ring[t.head]
+	t.ring[t.head] = Entry{} // drop references to spans and frames
+	t.head = (t.head + 1) % len(t.ring)
+	t.n--
+	select {
+	case t.room <- struct{}{}:
+	default:
+	}
+	return e
+}
+
+// Close fails the table: every later call returns ErrClosed, a blocked
+// WaitRoom returns, and the entries still in flight are returned so their
+// spans and metrics can be finished.
+func (t *Table) Close() []Entry {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return nil
+	}
+	t.closed = true
+	left := make([]Entry, 0, t.n)
+	for t.n > 0 {
+		left = append(left, t.popHead())
+	}
+	close(t.room) // after the pops above, which signal it
+	return left
+}

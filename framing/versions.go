@@ -1,0 +1,92 @@
+package framing
+
+import "github.com/twmb/franz-go/pkg/kmsg"
+
+// APIKeyApiVersions and friends are the keys framing treats specially.
+const (
+	KeyProduce          int16 = 0
+	KeyApiVersions      int16 = 18
+	KeySaslHandshake    int16 = 17
+	KeySaslAuthenticate int16 = 36
+)
+
+// apiInfo is what kmsg knows of one API key, flattened into an array at
+// start so the hot path does no allocation or map lookup.
+type apiInfo struct {
+	known    bool
+	maxVer   int16
+	flexFrom int16 // first flexible version; maxVer+1 if never flexible
+	name     string
+}
+
+var apis = func() (t [kmsg.MaxKey + 1]apiInfo) {
+	for k := range t {
+		req := kmsg.RequestForKey(int16(k))
+		if req == nil {
+			continue
+		}
+		info := apiInfo{known: true, maxVer: req.MaxVersion(), name: kmsg.NameForKey(int16(k))}
+		info.flexFrom = info.maxVer + 1
+		for v := int16(0); v <= info.maxVer; v++ {
+			req.SetVersion(v)
+			if req.IsFlexible() {
+				info.flexFrom = v
+				break
+			}
+		}
+		t[k] = info
+	}
+	return t
+}()
+
+// Known reports whether kmsg knows this API key at this version, that is,
+// whether its header and body layout can be trusted.
+func Known(key, version int16) bool {
+	return key >= 0 && int(key) < len(apis) && apis[key].known && version >= 0 && version <= apis[key].maxVer
+}
+
+// MaxKey is the highest API key kproxy knows.
+const MaxKey = kmsg.MaxKey
+
+// Name returns the Kafka API name for key, or "Unknown".
+func Name(key int16) string {
+	if key >= 0 && int(key) < len(apis) && apis[key].known {
+		return apis[key].name
+	}
+	return "Unknown"
+}
+
+// Flexible reports whether a known key/version uses flexible (compact,
+// tagged) encoding.
+func Flexible(key, version int16) bool {
+	return Known(key, version) && version >= apis[key].flexFrom
+}
+
+// RequestHeaderVersion returns 0, 1 or 2 for a known key/version, or -1
+// when unknown. Header v0 (no client id) is used only by ControlledShutdown
+// v0; flexible versions use v2.
+func RequestHeaderVersion(key, version int16) int8 {
+	if !Known(key, version) {
+		return -1
+	}
+	if key == 7 && version == 0 { // ControlledShutdown v0 has no client id
+		return 0
+	}
+	if Flexible(key, version) {
+		return 2
+	}
+	return 1
+}
+
+// ResponseHeaderVersion returns 0 or 1 for a known key/version, or -1.
+// ApiVersions responses always use v0 so that any client can read the
+// broker's version list.
+func ResponseHeaderVersion(key, version int16) int8 {
+	if !Known(key, version) {
+		return -1
+	}
+	if key != KeyApiVersions && Flexible(key, version) {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,45 @@
+// Package logging builds kproxy's zerolog logger from the `log:` section.
+package logging
+
+import (
+	"io"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/kproxy/kproxy/internal/fielderr"
+)
+
+// Config is the `log:` section of kproxy.yaml.
+type Config struct {
+	// Level is trace, debug, info, warn or error.
+	Level string `yaml:"level"`
+	// Format is json (for log pipelines) or console (for people).
+	Format string `yaml:"format"`
+}
+
+// Defaults returns the section as used when kproxy.yaml leaves it out.
+func Defaults() Config { return Config{Level: "info", Format: "json"} }
+
+// Validate reports the first invalid field.
+func (c Config) Validate() error {
+	if _, err := zerolog.ParseLevel(c.Level); err != nil || c.Level == "" {
+		return fielderr.New("level", "must be one of trace, debug, info, warn, error")
+	}
+	if c.Format != "json" && c.Format != "console" {
+		return fielderr.New("format", "must be json or console")
+	}
+	return nil
+}
+
+// New returns a logger writing to w.
+func New(c Config, w io.Writer) zerolog.Logger {
+	level, err := zerolog.ParseLevel(c.Level)
+	if err != nil {
+		level = zerolog.InfoLevel
+	}
+	if c.Format == "console" {
+		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.TimeOnly}
+	}
+	return zerolog.New(w).Level(level).With().Timestamp().Logger()
+}

@@ -1,0 +1,78 @@
+package proxy
+
+import (
+	"net"
+	"time"
+
+	"github.com/kproxy/kproxy/internal/fielderr"
+)
+
+// Config is the `proxy:` section of kproxy.yaml.
+type Config struct {
+	// Listen is where clients connect.
+	Listen string `yaml:"listen"`
+	// Upstream is the broker port kproxy fronts.
+	Upstream string `yaml:"upstream"`
+	// DialTimeout bounds connecting to the upstream for a new client.
+	DialTimeout time.Duration `yaml:"dial_timeout"`
+	// WriteTimeout bounds a write to a peer that has stopped reading.
+	WriteTimeout time.Duration `yaml:"write_timeout"`
+	// MaxConnections caps open client connections; more are refused.
+	MaxConnections int `yaml:"max_connections"`
+	// MaxUnreadBytes caps the bytes one side may have sent that kproxy has
+	// not relayed yet. netpoll reads without backpressure, so a peer that
+	// outruns the other side is closed at this bound instead of growing
+	// memory without limit. It must hold at least one maximum-size frame.
+	MaxUnreadBytes int `yaml:"max_unread_bytes"`
+	// DrainTimeout is how long a shutdown waits for in-flight requests.
+	DrainTimeout time.Duration `yaml:"drain_timeout"`
+}
+
+// Defaults returns the section as used when kproxy.yaml leaves it out.
+func Defaults() Config {
+	return Config{
+		Listen:         "127.0.0.1:9092",
+		DialTimeout:    5 * time.Second,
+		WriteTimeout:   30 * time.Second,
+		MaxConnections: 10000,
+		MaxUnreadBytes: 128 << 20,
+		DrainTimeout:   20 * time.Second,
+	}
+}
+
+// Validate reports the first invalid field.
+func (c Config) Validate() error {
+	if err := hostPort(c.Listen); err != nil {
+		return fielderr.New("listen", err.Error())
+	}
+	if c.Upstream == "" {
+		return fielderr.New("upstream", "is required (HOST:PORT of the broker)")
+	}
+	if err := hostPort(c.Upstream); err != nil {
+		return fielderr.New("upstream", err.Error())
+	}
+	switch {
+	case c.DialTimeout <= 0:
+		return fielderr.New("dial_timeout", "must be positive")
+	case c.WriteTimeout <= 0:
+		return fielderr.New("write_timeout", "must be positive")
+	case c.MaxConnections < 1:
+		return fielderr.New("max_connections", "must be at least 1")
+	case c.MaxUnreadBytes < 1<<10:
+		return fielderr.New("max_unread_bytes", "must be at least 1024")
+	case c.DrainTimeout < 0:
+		return fielderr.New("drain_timeout", "must not be negative")
+	}
+	return nil
+}
+
+func hostPort(s string) error {
+	_, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return err
+	}
+	if port == "" {
+		return &net.AddrError{Err: "missing port", Addr: s}
+	}
+	return nil
+}

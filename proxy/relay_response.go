@@ -1,0 +1,93 @@
+package proxy
+
+import (
+	"context"
+	"time"
+
+	"github.com/cloudwego/netpoll"
+
+	"github.com/kproxy/kproxy/correlate"
+	"github.com/kproxy/kproxy/framing"
+)
+
+// onUpstream relays every whole response the upstream has sent to the
+// client, each matched to the head of the in-flight table and given back
+// the client's correlation id, then flushes them in one write.
+func (p *pair) onUpstream(_ context.Context, c netpoll.Connection) error {
+	defer p.recoverPanic("upstream")
+	r := c.Reader()
+	if r.Len() > p.s.cfg.MaxUnreadBytes {
+		p.closeOnError("upstream", errOverflow)
+		return nil
+	}
+	max := p.s.framing.MaxResponseBytes
+	// Wait for the first whole frame before taking the writer, so a slow
+	// partial frame never holds it.
+	frame, err := framing.Next(r, max)
+	if err != nil {
+		p.closeOnError("upstream", err)
+		return nil
+	}
+	p.wmu.Lock()
+	w := p.client.Writer()
+	for err == nil {
+		if err = p.deliver(frame, w); err != nil {
+			break
+		}
+		n, whole, berr := framing.Buffered(r, max)
+		if !whole || berr != nil {
+			break
+		}
+		frame, err = r.Next(n)
+	}
+	if err == nil {
+		if err = w.Flush(); err != nil {
+			err = errClientWrite{err}
+		}
+	}
+	p.wmu.Unlock()
+	if err != nil {
+		p.closeOnError("upstream", err)
+		return nil
+	}
+	r.Release()
+	if p.draining.Load() && p.table.Len() == 0 {
+		p.close(reasonDrained, nil)
+	}
+	return nil
+}
+
+// deliver writes one upstream frame to the client in its request's place,
+// followed by any synthetic responses that were queued behind it.
+func (p *pair) deliver(frame []byte, w netpoll.Writer) error {
+	e, err := p.table.Pop(frame)
+	if err != nil {
+		return err
+	}
+	p.s.m.inFlight.Dec()
+	if e.Kind != correlate.RawToken {
+		framing.SetResponseCorrelationID(frame, e.ClientID)
+		p.responses.Add(1)
+		a := p.s.m.api(e.APIKey)
+		a.responses.Inc()
+		a.latency.Observe(time.Since(e.Start).Seconds())
+	}
+	p.bytesOut.Add(int64(len(frame)))
+	p.s.m.bytesOut.Add(float64(len(frame)))
+	if _, err := w.WriteBinary(frame); err != nil {
+		return errClientWrite{err}
+	}
+	for s, ok := p.table.PopSynthetic(); ok; s, ok = p.table.PopSynthetic() {
+		p.s.m.inFlight.Dec()
+		if _, err := w.WriteBinary(s.Response); err != nil {
+			return errClientWrite{err}
+		}
+	}
+	return nil
+}
+
+// errClientWrite marks a failure to write to the client, so the close is
+// blamed on the right side.
+type errClientWrite struct{ error }
+
+func (e errClientWrite) Unwrap() error { return e.error }

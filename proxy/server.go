@@ -1,0 +1,174 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/kproxy/kproxy/correlate"
+	"github.com/kproxy/kproxy/framing"
+)
+
+// Server accepts clients and runs their pairs.
+type Server struct {
+	cfg     Config
+	framing framing.Config
+	table   correlate.Config
+	log     zerolog.Logger
+	m       *Metrics
+
+	ln       net.Listener
+	draining atomic.Bool
+
+	mu    sync.Mutex
+	pairs map[*pair]struct{}
+	idle  chan struct{} // closed when draining and the last pair closes
+}
+
+// New checks the sections it relies on and returns a Server that is not yet
+// listening.
+func New(cfg Config, fr framing.Config, tc correlate.Config, log zerolog.Logger, m *Metrics) (*Server, error) {
+	for _, err := range []error{cfg.Validate(), fr.Validate(), tc.Validate()} {
+		if err != nil {
+			return nil, err
+		}
+	}
+	if max := max(fr.MaxRequestBytes, fr.MaxResponseBytes) + framing.SizeLen; cfg.MaxUnreadBytes < max {
+		return nil, fmt.Errorf("max_unread_bytes %d must hold one maximum-size frame (%d)", cfg.MaxUnreadBytes, max)
+	}
+	return &Server{cfg: cfg, framing: fr, table: tc, log: log, m: m,
+		pairs: make(map[*pair]struct{}), idle: make(chan struct{})}, nil
+}
+
+// Listen binds the client port.
+func (s *Server) Listen() error {
+	ln, err := net.Listen("tcp", s.cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", s.cfg.Listen, err)
+	}
+	s.ln = ln
+	return nil
+}
+
+// Addr is the bound client address (after Listen).
+func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+
+// Serve accepts clients until Drain closes the listener. Each accepted
+// socket is handed to the netpoll poller, which then runs both directions.
+func (s *Server) Serve() error {
+	s.log.Info().Str("listen", s.ln.Addr().String()).Str("upstream", s.cfg.Upstream).Msg("kproxy listening")
+	var delay time.Duration
+	for {
+		c, err := s.ln.Accept()
+		if err != nil {
+			if s.draining.Load() || errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			// Out of file descriptors and similar: back off, keep serving.
+			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+			s.log.Error().Err(err).Dur("retry_in", delay).Msg("accept failed")
+			time.Sleep(delay)
+			continue
+		}
+		delay = 0
+		go s.pairUp(c)
+	}
+}
+
+// Ready reports why the server should not get traffic, or nil.
+func (s *Server) Ready(ctx context.Context) error {
+	switch {
+	case s.ln == nil:
+		return errors.New("not listening")
+	case s.draining.Load():
+		return errors.New("draining")
+	}
+	var d net.Dialer
+	ctx, cancel := context.WithTimeout(ctx, min(s.cfg.DialTimeout, 2*time.Second))
+	defer cancel()
+	c, err := d.DialContext(ctx, "tcp", s.cfg.Upstream)
+	if err != nil {
+		return fmt.Errorf("upstream %s unreachable: %w", s.cfg.Upstream, err)
+	}
+	return c.Close()
+}
+
+// Draining reports whether Drain has started.
+func (s *Server) Draining() bool { return s.draining.Load() }
+
+// Drain stops accepting, lets every pair finish its in-flight requests and
+// closes it, and closes whatever is left when ctx ends.
+func (s *Server) Drain(ctx context.Context) error {
+	s.mu.Lock()
+	if !s.draining.CompareAndSwap(false, true) {
+		s.mu.Unlock()
+		return errors.New("already draining")
+	}
+	if s.ln != nil {
+		s.ln.Close()
+	}
+	n := len(s.pairs)
+	live := make([]*pair, 0, n)
+	for p := range s.pairs {
+		live = append(live, p)
+	}
+	if n == 0 {
+		close(s.idle)
+	}
+	s.mu.Unlock()
+	s.log.Info().Int("connections", n).Msg("draining")
+	for _, p := range live {
+		p.drain()
+	}
+	select {
+	case <-s.idle:
+		s.log.Info().Msg("drained")
+		return nil
+	case <-ctx.Done():
+	}
+	s.mu.Lock()
+	live = live[:0]
+	for p := range s.pairs {
+		live = append(live, p)
+	}
+	s.mu.Unlock()
+	for _, p := range live {
+		p.close(reasonDrainTimeout, nil)
+	}
+	s.log.Warn().Int("connections", len(live)).Msg("drain timeout: closed connections with requests in flight")
+	return ctx.Err()
+}
+
+// add registers p unless the server is draining or full, and says why not.
+func (s *Server) add(p *pair) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.draining.Load():
+		return "draining"
+	case len(s.pairs) >= s.cfg.MaxConnections:
+		return "max_connections"
+	}
+	s.pairs[p] = struct{}{}
+	s.m.open.Inc()
+	s.m.accepted.Inc()
+	return ""
+}
+
+func (s *Server) remove(p *pair) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.pairs[p]; !ok {
+		return
+	}
+	delete(s.pairs, p)
+	if s.draining.Load() && len(s.pairs) == 0 {
+		close(s.idle)
+	}
+}
