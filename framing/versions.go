@@ -1,6 +1,10 @@
 package framing
 
-import "github.com/twmb/franz-go/pkg/kmsg"
+import (
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
 
 // APIKeyApiVersions and friends are the keys framing treats specially.
 const (
@@ -25,7 +29,7 @@ var apis = func() (t [kmsg.MaxKey + 1]apiInfo) {
 		if req == nil {
 			continue
 		}
-		info := apiInfo{known: true, maxVer: req.MaxVersion(), name: kmsg.NameForKey(int16(k))}
+		info := apiInfo{known: true, maxVer: req.MaxVersion(), name: kafkaName(kmsg.NameForKey(int16(k)))}
 		info.flexFrom = info.maxVer + 1
 		for v := int16(0); v <= info.maxVer; v++ {
 			req.SetVersion(v)
@@ -38,6 +42,12 @@ var apis = func() (t [kmsg.MaxKey + 1]apiInfo) {
 	}
 	return t
 }()
+
+// kafkaName turns kmsg's spelling of an API name into Kafka's own
+// ("SASLHandshake" -> "SaslHandshake", "InitProducerID" -> "InitProducerId"),
+// which is what operators see in broker docs and write in policies.
+var kafkaName = strings.NewReplacer("SASL", "Sasl", "ISR", "Isr", "IDs", "Ids", "ID", "Id",
+	"ACLs", "Acls", "SCRAM", "Scram").Replace
 
 // Known reports whether kmsg knows this API key at this version, that is,
 // whether its header and body layout can be trusted.

@@ -1,0 +1,110 @@
+package proxy
+
+import (
+	"context"
+	"io"
+	"net"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/kproxy/kproxy/correlate"
+	"github.com/kproxy/kproxy/framing"
+	"github.com/kproxy/kproxy/internal/embedded"
+)
+
+// testEnv is one kproxy in front of one upstream, for a test.
+type testEnv struct {
+	srv     *Server
+	addr    string // kproxy's client address
+	m       *Metrics
+	reg     *prometheus.Registry
+	cluster *kfake.Cluster // nil when the upstream is not kfake
+	logs    *logBuffer
+}
+
+type envOpt func(*Config, *framing.Config, *correlate.Config)
+
+// startProxy runs kproxy in front of upstream (a HOST:PORT) and stops it at
+// the end of the test.
+func startProxy(t testing.TB, upstream string, opts ...envOpt) *testEnv {
+	t.Helper()
+	cfg, fc, cc := Defaults(), framing.Defaults(), correlate.Defaults()
+	cfg.Listen, cfg.Upstream = "127.0.0.1:0", upstream
+	cfg.DrainTimeout = 2 * time.Second
+	for _, o := range opts {
+		o(&cfg, &fc, &cc)
+	}
+	reg := prometheus.NewRegistry()
+	m := NewMetrics(reg)
+	logs := &logBuffer{}
+	var w io.Writer = logs
+	if testing.Verbose() && os.Getenv("KPROXY_TEST_LOGS") != "" {
+		w = io.MultiWriter(logs, os.Stderr)
+	}
+	srv, err := New(cfg, fc, cc, zerolog.New(w).Level(zerolog.DebugLevel), m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		srv.Drain(ctx)
+	})
+	return &testEnv{srv: srv, addr: srv.Addr().String(), m: m, reg: reg, logs: logs}
+}
+
+// startKfake runs an in-process kfake broker advertising kproxy's address
+// and kproxy in front of it, so every client connection goes through kproxy.
+func startKfake(t testing.TB, kopts []kfake.Opt, opts ...envOpt) *testEnv {
+	t.Helper()
+	b, err := embedded.Reserve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := startProxy(t, b.Addr(), opts...)
+	c, err := b.Start(env.addr, kopts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	env.cluster = c
+	return env
+}
+
+// requests is the number of requests kproxy read for an API name.
+func (e *testEnv) requests(api string) float64 {
+	return testutil.ToFloat64(e.m.requests.WithLabelValues(api))
+}
+
+// waitFor polls cond until it holds or d passes.
+func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// dialRaw opens a plain TCP connection to kproxy.
+func dialRaw(t testing.TB, addr string) net.Conn {
+	t.Helper()
+	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
