@@ -54,7 +54,7 @@ func (e *Error) Error() string {
 		loc = "config"
 	}
 	if e.Line > 0 {
-		loc = fmt.Sprintf("%s:%d", e.File, e.Line)
+		loc = fmt.Sprintf("%s:%d", loc, e.Line)
 	}
 	if e.Field == "" {
 		return loc + ": " + e.Msg

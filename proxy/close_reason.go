@@ -18,6 +18,7 @@ func (p *pair) closeOnError(side string, err error) {
 	var size *framing.SizeError
 	var mismatch *correlate.MismatchError
 	var cw errClientWrite
+	var uw errUpstreamWrite
 	m := p.s.m
 	switch {
 	case errors.As(err, &size):
@@ -41,6 +42,8 @@ func (p *pair) closeOnError(side string, err error) {
 		p.close(side+" stalled inside a frame past read_timeout", err)
 	case errors.As(err, &cw):
 		p.close(reasonClientClosed, cw.error)
+	case errors.As(err, &uw):
+		p.close(reasonUpstreamClosed, uw.error)
 	case errors.Is(err, correlate.ErrClosed), errors.Is(err, netpoll.ErrEOF), errors.Is(err, netpoll.ErrConnClosed):
 		p.close(side+" closed", nil)
 	default:

@@ -1,12 +1,11 @@
 package proxy
 
 import (
+	"context"
 	"errors"
-	"net"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/cloudwego/netpoll"
@@ -44,24 +43,22 @@ const (
 	reasonDrainTimeout   = "drain timeout"
 )
 
-// pairUp turns an accepted socket into a netpoll connection, dials its
-// upstream and starts relaying. It runs on its own goroutine so a slow
-// upstream dial never holds up accepting.
-func (s *Server) pairUp(c net.Conn) {
-	peer := c.RemoteAddr().String()
-	log := s.log.With().Str("client", peer).Logger()
-	client, err := toNetpoll(c)
-	if err != nil {
-		log.Error().Err(err).Msg("cannot hand connection to the poller")
-		s.m.refused.WithLabelValues("poller").Inc()
-		return
+// onConnect pairs a newly accepted client with its own upstream
+// connection. netpoll runs it on its goroutine pool before the first
+// onRequest, so a slow upstream dial holds up only this client.
+func (s *Server) onConnect(ctx context.Context, client netpoll.Connection) context.Context {
+	log := s.log.With().Str("client", client.RemoteAddr().String()).Logger()
+	if s.draining.Load() {
+		client.Close()
+		s.m.refused.WithLabelValues("draining").Inc()
+		return ctx
 	}
 	up, err := netpoll.DialConnection("tcp", s.cfg.Upstream, s.cfg.DialTimeout)
 	if err != nil {
 		client.Close()
 		s.m.dialFailures.Inc()
 		log.Error().Err(err).Str("upstream", s.cfg.Upstream).Msg("upstream dial failed; client connection closed")
-		return
+		return ctx
 	}
 	p := &pair{s: s, client: client, upstream: up, table: correlate.New(s.table.MaxInFlight),
 		opened: time.Now(), done: make(chan struct{})}
@@ -71,7 +68,7 @@ func (s *Server) pairUp(c net.Conn) {
 		up.Close()
 		s.m.refused.WithLabelValues(why).Inc()
 		log.Warn().Str("reason", why).Msg("connection refused")
-		return
+		return ctx
 	}
 	for _, conn := range []netpoll.Connection{client, up} {
 		conn.SetReadTimeout(s.framing.ReadTimeout)
@@ -79,38 +76,21 @@ func (s *Server) pairUp(c net.Conn) {
 	}
 	client.AddCloseCallback(func(netpoll.Connection) error { p.close(reasonClientClosed, nil); return nil })
 	up.AddCloseCallback(func(netpoll.Connection) error { p.close(reasonUpstreamClosed, nil); return nil })
-	p.log.Info().Msg("connection opened")
-	// The return direction first, so no response can arrive unhandled.
 	up.SetOnRequest(p.onUpstream)
-	client.SetOnRequest(p.onClient)
+	p.log.Info().Msg("connection opened")
+	return context.WithValue(ctx, pairKey{}, p)
 }
 
-// toNetpoll moves an accepted socket from Go's poller to netpoll's by
-// duplicating its descriptor and closing the original.
-func toNetpoll(c net.Conn) (netpoll.Connection, error) {
-	defer c.Close()
-	sc, ok := c.(syscall.Conn)
-	if !ok {
-		return nil, errors.New("not a socket")
+type pairKey struct{}
+
+// onRequest runs the client side of the pair that onConnect made.
+func (s *Server) onRequest(ctx context.Context, c netpoll.Connection) error {
+	p, ok := ctx.Value(pairKey{}).(*pair)
+	if !ok { // onConnect refused it
+		c.Close()
+		return nil
 	}
-	rc, err := sc.SyscallConn()
-	if err != nil {
-		return nil, err
-	}
-	fd, dupErr := -1, error(nil)
-	if err := rc.Control(func(orig uintptr) { fd, dupErr = syscall.Dup(int(orig)) }); err != nil {
-		return nil, err
-	}
-	if dupErr != nil {
-		return nil, dupErr
-	}
-	syscall.CloseOnExec(fd)
-	conn, err := netpoll.NewFDConnection(fd)
-	if err != nil {
-		syscall.Close(fd)
-		return nil, err
-	}
-	return conn, nil
+	return p.onClient(ctx, c)
 }
 
 // drain asks the pair to finish what is in flight, take nothing new, and

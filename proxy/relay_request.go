@@ -21,38 +21,50 @@ const backpressurePoll = 100 * time.Millisecond
 func (p *pair) onClient(_ context.Context, c netpoll.Connection) error {
 	defer p.recoverPanic("client")
 	r := c.Reader()
-	if p.draining.Load() {
-		// Send nothing new; the response side closes the pair when the
-		// table empties, or Drain does at its deadline.
-		<-p.done
-		return nil
+	for {
+		if p.draining.Load() {
+			// Send nothing new; the response side closes the pair when
+			// the table empties, or Drain does at its deadline.
+			<-p.done
+			return nil
+		}
+		if r.Len() > p.s.cfg.MaxUnreadBytes {
+			p.closeOnError("client", errOverflow)
+			return nil
+		}
+		if err := p.relayRequests(r); err != nil {
+			p.closeOnError("client", err)
+			return nil
+		}
+		r.Release()
+		if !p.linger(c) {
+			return nil
+		}
 	}
-	if r.Len() > p.s.cfg.MaxUnreadBytes {
-		p.closeOnError("client", errOverflow)
-		return nil
-	}
+}
+
+// relayRequests forwards every whole request frame buffered (waiting for
+// the first one to complete), then flushes them upstream in one write.
+func (p *pair) relayRequests(r netpoll.Reader) error {
 	w := p.upstream.Writer()
 	max := p.s.framing.MaxRequestBytes
 	frame, err := framing.Next(r, max)
 	for err == nil {
 		if err = p.forward(frame, r, w); err != nil {
-			break
+			return err
 		}
 		n, whole, berr := framing.Buffered(r, max)
 		if !whole || berr != nil {
-			break // a size error is reported by the next call
+			break // a size error is reported on the next call
 		}
 		frame, err = r.Next(n)
 	}
 	if err != nil {
-		p.closeOnError("client", err)
-		return nil
+		return err
 	}
 	if err := w.Flush(); err != nil {
-		p.closeOnError("upstream", err)
-		return nil
+		return errUpstreamWrite{err}
 	}
-	r.Release()
 	return nil
 }
 
@@ -132,3 +144,9 @@ func (p *pair) push(e correlate.Entry, r netpoll.Reader, w netpoll.Writer) (int3
 }
 
 var errOverflow = errors.New("unread input over max_unread_bytes")
+
+// errUpstreamWrite marks a failure to write to the upstream, so the close
+// is blamed on the right side.
+type errUpstreamWrite struct{ error }
+
+func (e errUpstreamWrite) Unwrap() error { return e.error }

@@ -16,43 +16,53 @@ import (
 func (p *pair) onUpstream(_ context.Context, c netpoll.Connection) error {
 	defer p.recoverPanic("upstream")
 	r := c.Reader()
-	if r.Len() > p.s.cfg.MaxUnreadBytes {
-		p.closeOnError("upstream", errOverflow)
-		return nil
+	for {
+		if r.Len() > p.s.cfg.MaxUnreadBytes {
+			p.closeOnError("upstream", errOverflow)
+			return nil
+		}
+		if err := p.relayResponses(r); err != nil {
+			p.closeOnError("upstream", err)
+			return nil
+		}
+		r.Release()
+		if p.draining.Load() && p.table.Len() == 0 {
+			p.close(reasonDrained, nil)
+			return nil
+		}
+		if !p.linger(c) {
+			return nil
+		}
 	}
+}
+
+// relayResponses delivers every whole response buffered (waiting for the
+// first one to complete) and flushes them to the client in one write.
+func (p *pair) relayResponses(r netpoll.Reader) error {
 	max := p.s.framing.MaxResponseBytes
 	// Wait for the first whole frame before taking the writer, so a slow
 	// partial frame never holds it.
 	frame, err := framing.Next(r, max)
 	if err != nil {
-		p.closeOnError("upstream", err)
-		return nil
+		return err
 	}
 	p.wmu.Lock()
+	defer p.wmu.Unlock()
 	w := p.client.Writer()
-	for err == nil {
-		if err = p.deliver(frame, w); err != nil {
-			break
+	for {
+		if err := p.deliver(frame, w); err != nil {
+			return err
 		}
 		n, whole, berr := framing.Buffered(r, max)
 		if !whole || berr != nil {
 			break
 		}
-		frame, err = r.Next(n)
-	}
-	if err == nil {
-		if err = w.Flush(); err != nil {
-			err = errClientWrite{err}
+		if frame, err = r.Next(n); err != nil {
+			return err
 		}
 	}
-	p.wmu.Unlock()
-	if err != nil {
-		p.closeOnError("upstream", err)
-		return nil
-	}
-	r.Release()
-	if p.draining.Load() && p.table.Len() == 0 {
-		p.close(reasonDrained, nil)
+	if err := w.Flush(); err != nil {
+		return errClientWrite{err}
 	}
 	return nil
 }

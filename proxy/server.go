@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cloudwego/netpoll"
 	"github.com/rs/zerolog"
 
 	"github.com/kproxy/kproxy/correlate"
@@ -23,7 +24,8 @@ type Server struct {
 	log     zerolog.Logger
 	m       *Metrics
 
-	ln       net.Listener
+	ln       netpoll.Listener
+	loop     netpoll.EventLoop
 	draining atomic.Bool
 
 	mu    sync.Mutex
@@ -42,13 +44,19 @@ func New(cfg Config, fr framing.Config, tc correlate.Config, log zerolog.Logger,
 	if max := max(fr.MaxRequestBytes, fr.MaxResponseBytes) + framing.SizeLen; cfg.MaxUnreadBytes < max {
 		return nil, fmt.Errorf("max_unread_bytes %d must hold one maximum-size frame (%d)", cfg.MaxUnreadBytes, max)
 	}
-	return &Server{cfg: cfg, framing: fr, table: tc, log: log, m: m,
-		pairs: make(map[*pair]struct{}), idle: make(chan struct{})}, nil
+	s := &Server{cfg: cfg, framing: fr, table: tc, log: log, m: m,
+		pairs: make(map[*pair]struct{}), idle: make(chan struct{})}
+	loop, err := netpoll.NewEventLoop(s.onRequest, netpoll.WithOnConnect(s.onConnect))
+	if err != nil {
+		return nil, err
+	}
+	s.loop = loop
+	return s, nil
 }
 
 // Listen binds the client port.
 func (s *Server) Listen() error {
-	ln, err := net.Listen("tcp", s.cfg.Listen)
+	ln, err := netpoll.CreateListener("tcp", s.cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", s.cfg.Listen, err)
 	}
@@ -59,26 +67,10 @@ func (s *Server) Listen() error {
 // Addr is the bound client address (after Listen).
 func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 
-// Serve accepts clients until Drain closes the listener. Each accepted
-// socket is handed to the netpoll poller, which then runs both directions.
+// Serve runs the netpoll event loop on the listener until Drain ends it.
 func (s *Server) Serve() error {
 	s.log.Info().Str("listen", s.ln.Addr().String()).Str("upstream", s.cfg.Upstream).Msg("kproxy listening")
-	var delay time.Duration
-	for {
-		c, err := s.ln.Accept()
-		if err != nil {
-			if s.draining.Load() || errors.Is(err, net.ErrClosed) {
-				return nil
-			}
-			// Out of file descriptors and similar: back off, keep serving.
-			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
-			s.log.Error().Err(err).Dur("retry_in", delay).Msg("accept failed")
-			time.Sleep(delay)
-			continue
-		}
-		delay = 0
-		go s.pairUp(c)
-	}
+	return s.loop.Serve(s.ln)
 }
 
 // Ready reports why the server should not get traffic, or nil.
@@ -102,16 +94,15 @@ func (s *Server) Ready(ctx context.Context) error {
 // Draining reports whether Drain has started.
 func (s *Server) Draining() bool { return s.draining.Load() }
 
-// Drain stops accepting, lets every pair finish its in-flight requests and
-// closes it, and closes whatever is left when ctx ends.
+// Drain turns new clients away, lets every pair finish its in-flight
+// requests and closes it, closes whatever is left when ctx ends, and stops
+// the event loop. netpoll's own Shutdown would close every connection that
+// is idle at that moment, in-flight requests or not, so it runs last.
 func (s *Server) Drain(ctx context.Context) error {
 	s.mu.Lock()
 	if !s.draining.CompareAndSwap(false, true) {
 		s.mu.Unlock()
 		return errors.New("already draining")
-	}
-	if s.ln != nil {
-		s.ln.Close()
 	}
 	n := len(s.pairs)
 	live := make([]*pair, 0, n)
@@ -126,6 +117,7 @@ func (s *Server) Drain(ctx context.Context) error {
 	for _, p := range live {
 		p.drain()
 	}
+	defer s.stopLoop()
 	select {
 	case <-s.idle:
 		s.log.Info().Msg("drained")
@@ -143,6 +135,12 @@ func (s *Server) Drain(ctx context.Context) error {
 	}
 	s.log.Warn().Int("connections", len(live)).Msg("drain timeout: closed connections with requests in flight")
 	return ctx.Err()
+}
+
+func (s *Server) stopLoop() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	s.loop.Shutdown(ctx)
 }
 
 // add registers p unless the server is draining or full, and says why not.

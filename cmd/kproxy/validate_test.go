@@ -1,0 +1,53 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestValidateGood checks a valid file exits 0 and says ok.
+func TestValidateGood(t *testing.T) {
+	r := kproxy(t, 10*time.Second, "validate", "--config", "testdata/good.yaml")
+	if r.code != 0 || r.stdout != "testdata/good.yaml: ok\n" {
+		t.Errorf("exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestValidateExample keeps examples/kproxy.yaml valid as the config grows.
+func TestValidateExample(t *testing.T) {
+	r := kproxy(t, 10*time.Second, "validate", "--config", "../../examples/kproxy.yaml")
+	if r.code != 0 || !strings.HasSuffix(r.stdout, ": ok\n") {
+		t.Errorf("exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestValidateBad checks an invalid file fails and stderr points at the
+// file, line and field, which is all an operator needs to fix it.
+func TestValidateBad(t *testing.T) {
+	r := kproxy(t, 10*time.Second, "validate", "--config", "testdata/bad.yaml")
+	want := "testdata/bad.yaml:5: correlate.max_in_flight: must be between"
+	if r.code == 0 || !strings.Contains(r.stderr, want) {
+		t.Errorf("exit %d, stderr %q, want it to contain %q", r.code, r.stderr, want)
+	}
+}
+
+// TestValidateUnknownField checks a typo in the file is caught with its
+// line, not ignored.
+func TestValidateUnknownField(t *testing.T) {
+	path := t.TempDir() + "/typo.yaml"
+	writeFile(t, path, "proxy:\n  upstream: b:9092\n  listn: 127.0.0.1:1\n")
+	r := kproxy(t, 10*time.Second, "validate", "--config", path)
+	if r.code == 0 || !strings.Contains(r.stderr, path+":3: ") || !strings.Contains(r.stderr, "listn") {
+		t.Errorf("exit %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+// TestValidateNeedsConfig checks validate without a file says what it
+// needs instead of validating the defaults.
+func TestValidateNeedsConfig(t *testing.T) {
+	r := kproxy(t, 10*time.Second, "validate")
+	if r.code == 0 || !strings.Contains(r.stderr, "--config") {
+		t.Errorf("exit %d, stderr %q", r.code, r.stderr)
+	}
+}

@@ -1,0 +1,88 @@
+package config
+
+import (
+	"reflect"
+	"testing"
+	"time"
+)
+
+// TestLoadFull checks that every field of kproxy.yaml reaches the struct,
+// durations included, so a renamed yaml tag cannot go unnoticed.
+func TestLoadFull(t *testing.T) {
+	got, root, err := Load("testdata/full.yaml")
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	want := Defaults()
+	want.Proxy.Listen = "0.0.0.0:19092"
+	want.Proxy.Upstream = "broker-1.internal:9092"
+	want.Proxy.DialTimeout = 3 * time.Second
+	want.Proxy.WriteTimeout = 45 * time.Second
+	want.Proxy.MaxConnections = 500
+	want.Proxy.MaxUnreadBytes = 64 << 20
+	want.Proxy.DrainTimeout = 90 * time.Second
+	want.Framing.MaxRequestBytes = 1 << 20
+	want.Framing.MaxResponseBytes = 32 << 20
+	want.Framing.ReadTimeout = 10 * time.Second
+	want.Correlate.MaxInFlight = 64
+	want.Admin.Listen = "0.0.0.0:9191"
+	want.Admin.Pprof = true
+	want.Log.Level = "debug"
+	want.Log.Format = "console"
+	if got != want {
+		t.Errorf("Load:\n got %+v\nwant %+v", got, want)
+	}
+	// If this fails, a field was added: set it in testdata/full.yaml
+	// (and examples/kproxy.yaml) to a non-default value.
+	for _, name := range sameAsDefault(got) {
+		t.Errorf("testdata/full.yaml leaves %s at its default", name)
+	}
+	if err := got.Validate("testdata/full.yaml", root); err != nil {
+		t.Errorf("Validate: %v", err)
+	}
+}
+
+// TestParseEmpty checks that an empty file (or one with only comments)
+// means "all defaults", not an error.
+func TestParseEmpty(t *testing.T) {
+	for _, data := range []string{"", "\n", "# nothing here\n"} {
+		got, _, err := Parse([]byte(data))
+		if err != nil {
+			t.Errorf("Parse(%q): %v", data, err)
+			continue
+		}
+		if got != Defaults() {
+			t.Errorf("Parse(%q) = %+v, want Defaults()", data, got)
+		}
+	}
+}
+
+// TestParsePartial checks that a section given in part keeps the defaults
+// of the fields it leaves out.
+func TestParsePartial(t *testing.T) {
+	got, _, err := Parse([]byte("proxy:\n  upstream: b:9092\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Defaults()
+	want.Proxy.Upstream = "b:9092"
+	if got != want {
+		t.Errorf("got %+v\nwant %+v", got, want)
+	}
+}
+
+// sameAsDefault lists the leaf fields ("Proxy.Listen") of f that equal
+// Defaults().
+func sameAsDefault(f File) []string {
+	var same []string
+	got, def := reflect.ValueOf(f), reflect.ValueOf(Defaults())
+	for i := 0; i < got.NumField(); i++ {
+		sec := got.Type().Field(i).Name
+		for j := 0; j < got.Field(i).NumField(); j++ {
+			if got.Field(i).Field(j).Equal(def.Field(i).Field(j)) {
+				same = append(same, sec+"."+got.Field(i).Type().Field(j).Name)
+			}
+		}
+	}
+	return same
+}

@@ -1,0 +1,107 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestValidate checks that each kind of invalid value is reported as
+// "FILE:LINE: section.field: message", the form an operator can act on.
+func TestValidate(t *testing.T) {
+	cases := []struct {
+		name, yaml, field string
+		line              int
+		msg               string
+	}{
+		{"bad listen", "proxy:\n  listen: nohost\n  upstream: b:9092\n",
+			"proxy.listen", 2, "missing port"},
+		{"missing upstream", "log:\n  level: info\nproxy:\n  listen: 127.0.0.1:9092\n",
+			"proxy.upstream", 3, "is required"},
+		{"negative read timeout", "proxy:\n  upstream: b:9092\nframing:\n  read_timeout: -5s\n",
+			"framing.read_timeout", 4, "must be positive"},
+		{"zero in flight", "proxy:\n  upstream: b:9092\ncorrelate:\n  max_in_flight: 0\n",
+			"correlate.max_in_flight", 4, "between 1 and"},
+		{"bogus level", "proxy:\n  upstream: b:9092\nlog:\n  format: json\n  level: bogus\n",
+			"log.level", 5, "must be one of"},
+		{"bad admin listen", "proxy:\n  upstream: b:9092\nadmin:\n  listen: nope\n",
+			"admin.listen", 4, "missing port"},
+		{"unread below frame", "proxy:\n  upstream: b:9092\n  max_unread_bytes: 2051\nframing:\n  max_request_bytes: 1024\n  max_response_bytes: 2048\n",
+			"proxy.max_unread_bytes", 3, "at least 2052"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			path := writeFile(t, c.yaml)
+			f, root, err := Load(path)
+			if err != nil {
+				t.Fatalf("Load: %v", err)
+			}
+			err = f.Validate(path, root)
+			var ce *Error
+			if !errors.As(err, &ce) {
+				t.Fatalf("Validate = %v (%T), want *Error", err, err)
+			}
+			if ce.Field != c.field || ce.Line != c.line {
+				t.Errorf("at %s line %d, want %s line %d (%v)", ce.Field, ce.Line, c.field, c.line, err)
+			}
+			prefix := fmt.Sprintf("%s:%d: %s: ", path, c.line, c.field)
+			if !strings.HasPrefix(err.Error(), prefix) || !strings.Contains(err.Error(), c.msg) {
+				t.Errorf("Error() = %q, want prefix %q and %q", err, prefix, c.msg)
+			}
+		})
+	}
+}
+
+// TestValidateUnreadFits checks the cross-section rule's boundary: exactly
+// one maximum frame plus its 4-byte size prefix is enough.
+func TestValidateUnreadFits(t *testing.T) {
+	f := Defaults()
+	f.Proxy.Upstream = "b:9092"
+	f.Framing.MaxRequestBytes, f.Framing.MaxResponseBytes = 1024, 2048
+	f.Proxy.MaxUnreadBytes = 2052
+	if err := f.Validate("", nil); err != nil {
+		t.Errorf("Validate: %v", err)
+	}
+}
+
+// TestValidateFieldNotInFile checks a bad value that came from defaults or
+// flags, not the file, still names the field, with no line.
+func TestValidateFieldNotInFile(t *testing.T) {
+	err := Defaults().Validate("kproxy.yaml", nil)
+	if err == nil || err.Error() != "kproxy.yaml: proxy.upstream: is required (HOST:PORT of the broker)" {
+		t.Errorf("Validate = %v", err)
+	}
+}
+
+// TestErrorText pins the message forms, including the "config" stand-in
+// when there is no file name.
+func TestErrorText(t *testing.T) {
+	cases := []struct {
+		e    Error
+		want string
+	}{
+		{Error{File: "k.yaml", Line: 3, Field: "proxy.listen", Msg: "bad"}, "k.yaml:3: proxy.listen: bad"},
+		{Error{File: "k.yaml", Field: "proxy.listen", Msg: "bad"}, "k.yaml: proxy.listen: bad"},
+		{Error{File: "k.yaml", Line: 3, Msg: "bad"}, "k.yaml:3: bad"},
+		{Error{Line: 3, Msg: "bad"}, "config:3: bad"},
+		{Error{Field: "log.level", Msg: "bad"}, "config: log.level: bad"},
+	}
+	for _, c := range cases {
+		if got := c.e.Error(); got != c.want {
+			t.Errorf("Error() = %q, want %q", got, c.want)
+		}
+	}
+}
+
+// writeFile writes data to kproxy.yaml in a fresh directory.
+func writeFile(t *testing.T, data string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "kproxy.yaml")
+	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}

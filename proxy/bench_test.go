@@ -1,0 +1,119 @@
+package proxy
+
+import (
+	"encoding/binary"
+	"io"
+	"net"
+	"testing"
+
+	"github.com/kproxy/kproxy/correlate"
+	"github.com/kproxy/kproxy/framing"
+)
+
+// The relay benchmarks drive kproxy with a client and an upstream that
+// allocate nothing themselves, so allocs/op is kproxy's own cost per
+// request/response pair.
+
+// nullUpstream answers every request with a fixed-size v0 response carrying
+// the request's correlation id, allocating nothing per request.
+func nullUpstream(b *testing.B, respSize int) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func(c net.Conn) {
+				defer c.Close()
+				in := make([]byte, 1<<20)
+				out := make([]byte, 4+respSize)
+				binary.BigEndian.PutUint32(out, uint32(respSize))
+				for {
+					if _, err := io.ReadFull(c, in[:4]); err != nil {
+						return
+					}
+					n := int(binary.BigEndian.Uint32(in))
+					if _, err := io.ReadFull(c, in[4:4+n]); err != nil {
+						return
+					}
+					copy(out[4:8], in[8:12])
+					if _, err := c.Write(out); err != nil {
+						return
+					}
+				}
+			}(c)
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// produceLike is a Produce v7 request header with acks=-1 and size bytes of
+// body in all, the common shape of a frame kproxy relays.
+func produceLike(size int) []byte {
+	f := make([]byte, 4+size)
+	binary.BigEndian.PutUint32(f, uint32(size))
+	binary.BigEndian.PutUint16(f[4:], 0)  // Produce
+	binary.BigEndian.PutUint16(f[6:], 7)  // v7
+	binary.BigEndian.PutUint16(f[12:], 4) // client id "bench"
+	copy(f[14:], "bench")
+	binary.BigEndian.PutUint16(f[18:], 0xffff) // null transactional id
+	binary.BigEndian.PutUint16(f[20:], 0xffff) // acks -1
+	return f
+}
+
+func benchRelay(b *testing.B, reqSize, respSize, window int) {
+	env := startProxy(b, nullUpstream(b, respSize), func(_ *Config, _ *framing.Config, cc *correlate.Config) {
+		cc.MaxInFlight = max(window, 1)
+	})
+	c, err := net.Dial("tcp", env.addr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	req := produceLike(reqSize)
+	resp := make([]byte, 4+respSize)
+	roundTrip := func(id int32) {
+		binary.BigEndian.PutUint32(req[8:], uint32(id))
+		if _, err := c.Write(req); err != nil {
+			b.Fatal(err)
+		}
+	}
+	read := func(want int32) {
+		if _, err := io.ReadFull(c, resp); err != nil {
+			b.Fatal(err)
+		}
+		if got := int32(binary.BigEndian.Uint32(resp[4:])); got != want {
+			b.Fatalf("response id %d, want %d", got, want)
+		}
+	}
+	for i := 0; i < 1000; i++ { // warm pools and buffers
+		roundTrip(int32(i))
+		read(int32(i))
+	}
+	b.SetBytes(int64(len(req) + len(resp)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	sent := 0
+	for i := 0; i < b.N; i++ {
+		for sent < b.N && sent-i < window {
+			roundTrip(int32(sent))
+			sent++
+		}
+		read(int32(i))
+	}
+}
+
+// One request and its response through kproxy, one at a time.
+func BenchmarkRelayRoundTrip(b *testing.B) { benchRelay(b, 100, 100, 1) }
+
+// 64 requests in flight on one connection: the pipelined throughput.
+func BenchmarkRelayPipelined(b *testing.B) { benchRelay(b, 100, 100, 64) }
+
+// 16 KiB requests, large enough that netpoll references them instead of
+// copying.
+func BenchmarkRelayLargeFrames(b *testing.B) { benchRelay(b, 16<<10, 100, 8) }

@@ -1,0 +1,185 @@
+package proxy
+
+import (
+	"encoding/binary"
+	"net"
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kproxy/kproxy/correlate"
+	"github.com/kproxy/kproxy/framing"
+)
+
+func apiVersionsV0(corr int32) []byte {
+	r := kmsg.NewPtrApiVersionsRequest()
+	r.Version = 0
+	return encodeRequest(r, corr)
+}
+
+// When the upstream dies with requests in flight, the answered ones reach
+// their requests, the client connection closes promptly, and the rest are
+// counted as failed: nothing reaches the wrong request.
+func TestUpstreamKilledMidStream(t *testing.T) {
+	var seen atomic.Int32
+	var up *fakeUpstream
+	up = startFakeUpstream(t, func(c net.Conn, f []byte) {
+		switch n := seen.Add(1); {
+		case n <= 3:
+			echoResponse(c, f, []byte{0, 0})
+		case n == 6:
+			go up.close()
+		}
+	})
+	env := startProxy(t, up.addr())
+	c := dialRaw(t, env.addr)
+	var batch []byte
+	for i := 0; i < 6; i++ {
+		batch = append(batch, apiVersionsV0(int32(-10-i))...)
+	}
+	c.Write(batch)
+	c.SetReadDeadline(time.Now().Add(3 * time.Second))
+	for i := 0; i < 3; i++ {
+		f, err := readFrame(c)
+		if err != nil {
+			t.Fatalf("response %d: %v", i, err)
+		}
+		if corrOf(f) != int32(-10-i) {
+			t.Fatalf("response %d has id %d, want %d", i, corrOf(f), -10-i)
+		}
+	}
+	start := time.Now()
+	if f, err := readFrame(c); err == nil {
+		t.Fatalf("got a response (id %d) after the upstream died", corrOf(f))
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Fatalf("client connection closed %v after the upstream died", d)
+	}
+	waitFor(t, time.Second, "3 failed requests counted", func() bool { return testutil.ToFloat64(env.m.failed) == 3 })
+	if g := testutil.ToFloat64(env.m.inFlight); g != 0 {
+		t.Fatalf("in-flight gauge %v after close, want 0", g)
+	}
+}
+
+// A response whose correlation id matches no request closes that pair,
+// counts a protocol error and logs both ids; another pair is unharmed.
+func TestCorrelationMismatchIsolated(t *testing.T) {
+	up := startFakeUpstream(t, func(c net.Conn, f []byte) {
+		if corrOf(f) >= 0 { // kproxy's ids start at 0; the second pair starts there too
+			echoResponse(c, f, []byte{0, 0})
+		}
+	})
+	bad := startFakeUpstream(t, func(c net.Conn, f []byte) {
+		binary.BigEndian.PutUint32(f[8:], 999)
+		echoResponse(c, f, []byte{0, 0})
+	})
+	env := startProxy(t, bad.addr())
+	good := startProxy(t, up.addr())
+	c := dialRaw(t, env.addr)
+	c.Write(apiVersionsV0(5))
+	expectClosed(t, c, 2*time.Second)
+	if n := testutil.ToFloat64(env.m.protocolErrs.WithLabelValues("correlation_mismatch")); n != 1 {
+		t.Fatalf("protocol errors = %v, want 1", n)
+	}
+	if !env.logs.contains(`"upstream_id":999`) || !env.logs.contains(`"client_id":5`) {
+		t.Fatalf("log does not name both ids:\n%s", env.logs)
+	}
+	// Same process, another kproxy and client keep working.
+	g := dialRaw(t, good.addr)
+	g.Write(apiVersionsV0(6))
+	g.SetReadDeadline(time.Now().Add(2 * time.Second))
+	if f, err := readFrame(g); err != nil || corrOf(f) != 6 {
+		t.Fatalf("healthy pair: %v %v", f, err)
+	}
+}
+
+// The size prefix is checked before anything is buffered for the body: a
+// 1 GiB prefix is refused at once, without the heap growing by it.
+func TestOversizePrefixRefused(t *testing.T) {
+	up := startFakeUpstream(t, func(c net.Conn, f []byte) { echoResponse(c, f, []byte{0, 0}) })
+	env := startProxy(t, up.addr(), func(_ *Config, fc *framing.Config, _ *correlate.Config) { fc.MaxRequestBytes = 1 << 20 })
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	c := dialRaw(t, env.addr)
+	c.Write([]byte{0x3f, 0xff, 0xff, 0xff, 0, 18, 0, 0})
+	expectClosed(t, c, 2*time.Second)
+	runtime.ReadMemStats(&after)
+	if grew := int64(after.TotalAlloc - before.TotalAlloc); grew > 64<<20 {
+		t.Fatalf("heap allocations grew by %d bytes for a refused frame", grew)
+	}
+	if n := testutil.ToFloat64(env.m.oversize.WithLabelValues("client")); n != 1 {
+		t.Fatalf("oversize closes = %v, want 1", n)
+	}
+	if !env.logs.contains("exceeds limit 1048576") {
+		t.Fatalf("log does not explain the refusal:\n%s", env.logs)
+	}
+}
+
+// Bytes that are not Kafka are refused with a line that says what they
+// look like.
+func TestNonKafkaInputRefusedClearly(t *testing.T) {
+	up := startFakeUpstream(t, func(c net.Conn, f []byte) { echoResponse(c, f, []byte{0, 0}) })
+	cases := []struct {
+		name, send, log string
+	}{
+		{"tls", "\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03", "TLS ClientHello"},
+		{"http", "GET / HTTP/1.1\r\nHost: x\r\n\r\n", "HTTP request"},
+		{"garbage", "\x00\x00\x00\x03abc", "malformed"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			env := startProxy(t, up.addr())
+			c := dialRaw(t, env.addr)
+			c.Write([]byte(tc.send))
+			expectClosed(t, c, 2*time.Second)
+			waitFor(t, time.Second, "log line", func() bool { return env.logs.contains(tc.log) })
+		})
+	}
+}
+
+// A partial frame followed by silence is closed after read_timeout.
+func TestPartialFrameTimesOut(t *testing.T) {
+	up := startFakeUpstream(t, func(c net.Conn, f []byte) { echoResponse(c, f, []byte{0, 0}) })
+	env := startProxy(t, up.addr(), func(_ *Config, fc *framing.Config, _ *correlate.Config) { fc.ReadTimeout = 300 * time.Millisecond })
+	c := dialRaw(t, env.addr)
+	c.Write([]byte{0, 0, 0, 100, 0, 18, 0, 0, 0, 0})
+	start := time.Now()
+	expectClosed(t, c, 3*time.Second)
+	if d := time.Since(start); d < 250*time.Millisecond {
+		t.Fatalf("closed after %v, before the read timeout", d)
+	}
+	waitFor(t, time.Second, "log line", func() bool { return env.logs.contains("stalled inside a frame") })
+}
+
+// A client that floods requests at an upstream that never answers is
+// closed at max_unread_bytes instead of growing kproxy's memory.
+func TestFloodAtStalledUpstreamIsBounded(t *testing.T) {
+	up := startFakeUpstream(t, func(net.Conn, []byte) {}) // never answers
+	env := startProxy(t, up.addr(), func(cfg *Config, fc *framing.Config, cc *correlate.Config) {
+		fc.MaxRequestBytes, fc.MaxResponseBytes = 64<<10, 64<<10
+		cfg.MaxUnreadBytes = 1 << 20
+		cc.MaxInFlight = 8
+	})
+	c := dialRaw(t, env.addr)
+	frame := apiVersionsV0(1)
+	batch := make([]byte, 0, 64<<10)
+	for len(batch)+len(frame) <= cap(batch) {
+		batch = append(batch, frame...)
+	}
+	c.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	var err error
+	for sent := 0; sent < 64<<20 && err == nil; sent += len(batch) {
+		_, err = c.Write(batch)
+	}
+	if err == nil {
+		expectClosed(t, c, 3*time.Second)
+	}
+	waitFor(t, 2*time.Second, "overflow close counted", func() bool {
+		return testutil.ToFloat64(env.m.overflow.WithLabelValues("client")) == 1
+	})
+}
