@@ -34,10 +34,7 @@ func (c Config) Validate() error {
 	if c.Listen == "" {
 		return nil
 	}
-	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
-		return fielderr.New("listen", err.Error())
-	}
-	return nil
+	return fielderr.HostPort("listen", c.Listen)
 }
 
 // ReadyFunc says why kproxy should get no traffic, or nil.

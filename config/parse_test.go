@@ -21,6 +21,7 @@ func TestLoadFull(t *testing.T) {
 	want.Proxy.MaxConnections = 500
 	want.Proxy.MaxUnreadBytes = 64 << 20
 	want.Proxy.DrainTimeout = 90 * time.Second
+	want.Proxy.Linger = time.Millisecond
 	want.Framing.MaxRequestBytes = 1 << 20
 	want.Framing.MaxResponseBytes = 32 << 20
 	want.Framing.ReadTimeout = 10 * time.Second

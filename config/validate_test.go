@@ -71,7 +71,7 @@ func TestValidateUnreadFits(t *testing.T) {
 // flags, not the file, still names the field, with no line.
 func TestValidateFieldNotInFile(t *testing.T) {
 	err := Defaults().Validate("kproxy.yaml", nil)
-	if err == nil || err.Error() != "kproxy.yaml: proxy.upstream: is required (HOST:PORT of the broker)" {
+	if err == nil || err.Error() != "kproxy.yaml: proxy.upstream: is required: the broker's HOST:PORT (or pass --upstream)" {
 		t.Errorf("Validate = %v", err)
 	}
 }

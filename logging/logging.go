@@ -3,8 +3,10 @@ package logging
 
 import (
 	"io"
+	"os"
 	"time"
 
+	"github.com/mattn/go-isatty"
 	"github.com/rs/zerolog"
 
 	"github.com/kproxy/kproxy/internal/fielderr"
@@ -23,7 +25,9 @@ func Defaults() Config { return Config{Level: "info", Format: "json"} }
 
 // Validate reports the first invalid field.
 func (c Config) Validate() error {
-	if _, err := zerolog.ParseLevel(c.Level); err != nil || c.Level == "" {
+	switch c.Level {
+	case "trace", "debug", "info", "warn", "error":
+	default:
 		return fielderr.New("level", "must be one of trace, debug, info, warn, error")
 	}
 	if c.Format != "json" && c.Format != "console" {
@@ -39,7 +43,9 @@ func New(c Config, w io.Writer) zerolog.Logger {
 		level = zerolog.InfoLevel
 	}
 	if c.Format == "console" {
-		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.TimeOnly}
+		f, isFile := w.(*os.File)
+		color := isFile && isatty.IsTerminal(f.Fd())
+		w = zerolog.ConsoleWriter{Out: w, TimeFormat: time.TimeOnly, NoColor: !color}
 	}
 	return zerolog.New(w).Level(level).With().Timestamp().Logger()
 }

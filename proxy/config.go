@@ -1,7 +1,6 @@
 package proxy
 
 import (
-	"net"
 	"time"
 
 	"github.com/kproxy/kproxy/internal/fielderr"
@@ -48,14 +47,14 @@ func Defaults() Config {
 
 // Validate reports the first invalid field.
 func (c Config) Validate() error {
-	if err := hostPort(c.Listen); err != nil {
-		return fielderr.New("listen", err.Error())
+	if err := fielderr.HostPort("listen", c.Listen); err != nil {
+		return err
 	}
 	if c.Upstream == "" {
-		return fielderr.New("upstream", "is required (HOST:PORT of the broker)")
+		return fielderr.New("upstream", "is required: the broker's HOST:PORT (or pass --upstream)")
 	}
-	if err := hostPort(c.Upstream); err != nil {
-		return fielderr.New("upstream", err.Error())
+	if err := fielderr.HostPort("upstream", c.Upstream); err != nil {
+		return err
 	}
 	switch {
 	case c.DialTimeout <= 0:
@@ -70,17 +69,6 @@ func (c Config) Validate() error {
 		return fielderr.New("drain_timeout", "must not be negative")
 	case c.Linger < 0 || c.Linger > time.Second:
 		return fielderr.New("linger", "must be between 0 and 1s")
-	}
-	return nil
-}
-
-func hostPort(s string) error {
-	_, port, err := net.SplitHostPort(s)
-	if err != nil {
-		return err
-	}
-	if port == "" {
-		return &net.AddrError{Err: "missing port", Addr: s}
 	}
 	return nil
 }

@@ -121,7 +121,7 @@ func (p *pair) close(reason string, err error) {
 		ev = p.log.Warn().Err(err)
 	}
 	ev.Str("reason", reason).
-		Dur("duration", time.Since(p.opened)).
+		Dur("duration_ms", time.Since(p.opened)).
 		Int64("requests", p.requests.Load()).
 		Int64("responses", p.responses.Load()).
 		Int64("bytes_in", p.bytesIn.Load()).

@@ -62,8 +62,8 @@ Point any Kafka client at %[1]s; topic %[3]q exists. For example:
   echo hello | kcat -b %[1]s -P -t %[3]s
   kcat -b %[1]s -C -t %[3]s -e
 
-Metrics: http://%[4]s/metrics    Stop with Ctrl-C.
-`, addr, broker.Addr(), demoTopic, f.Admin.Listen)
+%[4]sStop with Ctrl-C.
+`, addr, broker.Addr(), demoTopic, s.adminHint())
 	s.waitSignal(nil)
 	return nil
 }

@@ -34,13 +34,20 @@ func parseFlags(name string, args []string, stderr io.Writer) (*options, error) 
 		o.fs.BoolVar(&o.check, "check", false, "produce and consume a few records through kproxy, print them, and exit")
 	}
 	if err := o.fs.Parse(args); err != nil {
-		return nil, err
+		if err == flag.ErrHelp {
+			return nil, err
+		}
+		return nil, usageError{err}
 	}
 	if o.fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected argument %q", o.fs.Arg(0))
+		fmt.Fprintf(stderr, "unexpected argument %q\n", o.fs.Arg(0))
+		return nil, usageError{fmt.Errorf("unexpected argument %q", o.fs.Arg(0))}
 	}
 	return o, nil
 }
+
+// usageError is a command line the flag package refused; it exits 2.
+type usageError struct{ error }
 
 // load reads the file (if any) and applies the flags over it.
 func (o *options) load() (config.File, *yaml.Node, error) {

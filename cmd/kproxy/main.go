@@ -3,6 +3,8 @@
 package main
 
 import (
+	"errors"
+	"flag"
 	"fmt"
 	"os"
 )
@@ -37,7 +39,11 @@ func main() {
 		fmt.Fprintf(os.Stderr, "kproxy: unknown command %q\n\n%s", cmd, usage)
 		os.Exit(2)
 	}
-	if err != nil {
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+	case errors.As(err, new(usageError)):
+		os.Exit(2) // the flag package has printed what is wrong
+	case err != nil:
 		fmt.Fprintln(os.Stderr, "kproxy:", err)
 		os.Exit(1)
 	}

@@ -54,6 +54,14 @@ func start(cfg config.File) (*service, error) {
 	return s, nil
 }
 
+// adminHint is a line pointing at the metrics endpoint, if there is one.
+func (s *service) adminHint() string {
+	if s.admin == nil {
+		return ""
+	}
+	return "Metrics: http://" + s.admin.Addr().String() + "/metrics    "
+}
+
 // waitSignal blocks until SIGTERM or SIGINT (or done closes), then drains.
 // A second signal during the drain stops at once.
 func (s *service) waitSignal(done <-chan struct{}) {
