@@ -1,6 +1,7 @@
 package config
 
 import (
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -47,5 +48,17 @@ func yamlError(err error) *Error {
 		return &Error{Msg: strings.TrimPrefix(err.Error(), "yaml: ")}
 	}
 	line, _ := strconv.Atoi(m[1])
-	return &Error{Line: line, Msg: m[2]}
+	return &Error{Line: line, Msg: sectionNames.Replace(m[2])}
 }
+
+// sectionNames rewrites the Go type names in yaml.v3's messages ("not found
+// in type proxy.Config") as the sections a user writes ("in section proxy").
+var sectionNames = func() *strings.Replacer {
+	t := reflect.TypeOf(File{})
+	pairs := []string{"in type " + t.String(), "at the top level"}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		pairs = append(pairs, "in type "+f.Type.String(), "in section "+strings.Split(f.Tag.Get("yaml"), ",")[0])
+	}
+	return strings.NewReplacer(pairs...)
+}()
