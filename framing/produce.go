@@ -6,6 +6,9 @@ import "encoding/binary"
 // the request header) without decoding the rest. Produce with acks=0 gets no
 // response, so the caller must not wait for one.
 func ProduceAcks(body []byte, version int16) (int16, error) {
+	if !Known(KeyProduce, version) {
+		return 0, malformed("produce version unknown to kproxy: acks layout not known")
+	}
 	off := 0
 	if version >= 3 { // transactional_id, a nullable string
 		if Flexible(KeyProduce, version) {

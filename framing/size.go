@@ -10,10 +10,11 @@ const SizeLen = 4
 // body length.
 func CheckSize(p []byte, max int) (int, error) {
 	size := int32(binary.BigEndian.Uint32(p))
-	if size >= 0 && int(size) <= max {
+	looks := sniff(p) // a ClientHello reads as ~369 MB, under a large limit
+	if looks == "" && size >= 0 && int(size) <= max {
 		return int(size), nil
 	}
-	return 0, &SizeError{Size: size, Max: max, Looks: sniff(p)}
+	return 0, &SizeError{Size: size, Max: max, Looks: looks}
 }
 
 // sniff names the protocol a refused prefix most likely belongs to.
