@@ -17,6 +17,7 @@ import (
 	"github.com/kproxy/kproxy/internal/fielderr"
 	"github.com/kproxy/kproxy/logging"
 	"github.com/kproxy/kproxy/proxy"
+	"github.com/kproxy/kproxy/tracing"
 )
 
 // File is the whole of kproxy.yaml.
@@ -26,6 +27,7 @@ type File struct {
 	Correlate correlate.Config `yaml:"correlate"`
 	Admin     admin.Config     `yaml:"admin"`
 	Log       logging.Config   `yaml:"log"`
+	Tracing   tracing.Config   `yaml:"tracing"`
 }
 
 // Defaults is the configuration of an empty file.
@@ -36,6 +38,7 @@ func Defaults() File {
 		Correlate: correlate.Defaults(),
 		Admin:     admin.Defaults(),
 		Log:       logging.Defaults(),
+		Tracing:   tracing.Defaults(),
 	}
 }
 
@@ -107,6 +110,7 @@ func (f File) Validate(file string, root *yaml.Node) error {
 		{"correlate", f.Correlate.Validate()},
 		{"admin", f.Admin.Validate()},
 		{"log", f.Log.Validate()},
+		{"tracing", f.Tracing.Validate()},
 	}
 	for _, s := range sections {
 		var fe *fielderr.Error

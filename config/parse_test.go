@@ -1,6 +1,7 @@
 package config
 
 import (
+	"github.com/kproxy/kproxy/tracing"
 	"reflect"
 	"testing"
 	"time"
@@ -30,7 +31,12 @@ func TestLoadFull(t *testing.T) {
 	want.Admin.Pprof = true
 	want.Log.Level = "debug"
 	want.Log.Format = "console"
-	if got != want {
+	ratio := 0.25
+	want.Tracing = tracing.Config{Enabled: true, Endpoint: "http://127.0.0.1:4317", Protocol: "http/protobuf",
+		ServiceName: "kproxy-test", ResourceAttributes: map[string]string{"deployment.environment": "test"},
+		SampleRatio: &ratio, MaxQueueSize: 100,
+		Links: tracing.LinksConfig{Max: 4, Decompress: true, ChildOfSingleRecord: true}}
+	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Load:\n got %+v\nwant %+v", got, want)
 	}
 	// If this fails, a field was added: set it in testdata/full.yaml
@@ -52,7 +58,7 @@ func TestParseEmpty(t *testing.T) {
 			t.Errorf("Parse(%q): %v", data, err)
 			continue
 		}
-		if got != Defaults() {
+		if !reflect.DeepEqual(got, Defaults()) {
 			t.Errorf("Parse(%q) = %+v, want Defaults()", data, got)
 		}
 	}
@@ -67,7 +73,7 @@ func TestParsePartial(t *testing.T) {
 	}
 	want := Defaults()
 	want.Proxy.Upstream = "b:9092"
-	if got != want {
+	if !reflect.DeepEqual(got, want) {
 		t.Errorf("got %+v\nwant %+v", got, want)
 	}
 }
@@ -80,7 +86,7 @@ func sameAsDefault(f File) []string {
 	for i := 0; i < got.NumField(); i++ {
 		sec := got.Type().Field(i).Name
 		for j := 0; j < got.Field(i).NumField(); j++ {
-			if got.Field(i).Field(j).Equal(def.Field(i).Field(j)) {
+			if reflect.DeepEqual(got.Field(i).Field(j).Interface(), def.Field(i).Field(j).Interface()) {
 				same = append(same, sec+"."+got.Field(i).Type().Field(j).Name)
 			}
 		}

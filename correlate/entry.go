@@ -1,6 +1,10 @@
 package correlate
 
-import "time"
+import (
+	"time"
+
+	"github.com/kproxy/kproxy/tracing"
+)
 
 // Kind says how an entry's response will arrive.
 type Kind uint8
@@ -29,8 +33,8 @@ type Entry struct {
 	SaslRounds int8
 	// Response is the whole frame of a Synthetic entry.
 	Response []byte
-	// Span and Decision are carried for the tracer and the policy engine;
-	// the table never looks at them.
-	Span     any
+	// Span is the request's span (nil when not traced) and Decision the
+	// policy engine's verdict; the table carries them and never looks.
+	Span     *tracing.Span
 	Decision any
 }

@@ -2,6 +2,7 @@ package correlate
 
 import (
 	"errors"
+	"github.com/kproxy/kproxy/tracing"
 	"math"
 	"testing"
 	"time"
@@ -14,7 +15,7 @@ import (
 func TestFIFO(t *testing.T) {
 	tb := New(8)
 	start := time.Unix(1700000000, 0)
-	span, decision := new(int), "allow"
+	span, decision := &tracing.Span{}, "allow"
 	var ids []int32
 	next := 0
 	push := func(n int) {

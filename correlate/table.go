@@ -60,6 +60,14 @@ func (t *Table) Push(e Entry) (int32, error) {
 	return e.UpstreamID, nil
 }
 
+// NextID is the upstream id the next Push will assign. Only the pushing
+// goroutine may rely on it.
+func (t *Table) NextID() int32 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.nextID
+}
+
 // WaitRoom blocks until the table has room (nil), is closed (ErrClosed), or
 // d has passed (ErrFull), so the caller can check its own bounds meanwhile.
 func (t *Table) WaitRoom(d time.Duration) error {

@@ -1,13 +1,18 @@
 package proxy
 
 import (
+	"context"
 	"encoding/binary"
 	"io"
 	"net"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
 	"github.com/kproxy/kproxy/correlate"
 	"github.com/kproxy/kproxy/framing"
+	"github.com/kproxy/kproxy/tracing"
 )
 
 // The relay benchmarks drive kproxy with a client and an upstream that
@@ -67,7 +72,11 @@ func produceLike(size int) []byte {
 }
 
 func benchRelay(b *testing.B, reqSize, respSize, window int) {
-	env := startProxy(b, nullUpstream(b, respSize), func(_ *Config, _ *framing.Config, cc *correlate.Config) {
+	benchRelayTraced(b, nil, reqSize, respSize, window)
+}
+
+func benchRelayTraced(b *testing.B, tr *tracing.Tracer, reqSize, respSize, window int) {
+	env := startTracedProxy(b, nullUpstream(b, respSize), tr, func(_ *Config, _ *framing.Config, cc *correlate.Config) {
 		cc.MaxInFlight = max(window, 1)
 	})
 	c, err := net.Dial("tcp", env.addr)
@@ -117,3 +126,26 @@ func BenchmarkRelayPipelined(b *testing.B) { benchRelay(b, 100, 100, 64) }
 // 16 KiB requests, large enough that netpoll references them instead of
 // copying.
 func BenchmarkRelayLargeFrames(b *testing.B) { benchRelay(b, 16<<10, 100, 8) }
+
+// The cost of tracing on the pipelined relay: off, sampling 1 in 100, and
+// every request (spans built and handed to a discarding exporter).
+func BenchmarkRelayTracing(b *testing.B) {
+	for _, tc := range []struct {
+		name  string
+		ratio float64
+	}{{"off", -1}, {"ratio0.01", 0.01}, {"ratio1", 1}} {
+		b.Run(tc.name, func(b *testing.B) {
+			var tr *tracing.Tracer
+			if tc.ratio >= 0 {
+				c := tracing.Defaults()
+				c.SampleRatio = &tc.ratio
+				var err error
+				if tr, err = tracing.NewWithExporter(c, "bench", tracetest.NewNoopExporter(), prometheus.NewRegistry()); err != nil {
+					b.Fatal(err)
+				}
+				defer tr.Shutdown(context.Background())
+			}
+			benchRelayTraced(b, tr, 100, 100, 64)
+		})
+	}
+}

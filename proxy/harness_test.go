@@ -16,6 +16,7 @@ import (
 	"github.com/kproxy/kproxy/correlate"
 	"github.com/kproxy/kproxy/framing"
 	"github.com/kproxy/kproxy/internal/embedded"
+	"github.com/kproxy/kproxy/tracing"
 )
 
 // testEnv is one kproxy in front of one upstream, for a test.
@@ -34,6 +35,12 @@ type envOpt func(*Config, *framing.Config, *correlate.Config)
 // the end of the test.
 func startProxy(t testing.TB, upstream string, opts ...envOpt) *testEnv {
 	t.Helper()
+	return startTracedProxy(t, upstream, nil, opts...)
+}
+
+// startTracedProxy is startProxy with a tracer.
+func startTracedProxy(t testing.TB, upstream string, tr *tracing.Tracer, opts ...envOpt) *testEnv {
+	t.Helper()
 	cfg, fc, cc := Defaults(), framing.Defaults(), correlate.Defaults()
 	cfg.Listen, cfg.Upstream = "127.0.0.1:0", upstream
 	cfg.DrainTimeout = 2 * time.Second
@@ -47,7 +54,7 @@ func startProxy(t testing.TB, upstream string, opts ...envOpt) *testEnv {
 	if testing.Verbose() && os.Getenv("KPROXY_TEST_LOGS") != "" {
 		w = io.MultiWriter(logs, os.Stderr)
 	}
-	srv, err := New(cfg, fc, cc, zerolog.New(w).Level(zerolog.DebugLevel), m)
+	srv, err := New(cfg, fc, cc, zerolog.New(w).Level(zerolog.DebugLevel), m, tr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,11 +74,17 @@ func startProxy(t testing.TB, upstream string, opts ...envOpt) *testEnv {
 // and kproxy in front of it, so every client connection goes through kproxy.
 func startKfake(t testing.TB, kopts []kfake.Opt, opts ...envOpt) *testEnv {
 	t.Helper()
+	return startTracedKfake(t, kopts, nil, opts...)
+}
+
+// startTracedKfake is startKfake with a tracer.
+func startTracedKfake(t testing.TB, kopts []kfake.Opt, tr *tracing.Tracer, opts ...envOpt) *testEnv {
+	t.Helper()
 	b, err := embedded.Reserve()
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := startProxy(t, b.Addr(), opts...)
+	env := startTracedProxy(t, b.Addr(), tr, opts...)
 	c, err := b.Start(env.addr, kopts...)
 	if err != nil {
 		t.Fatal(err)

@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/kproxy/kproxy/correlate"
+	"github.com/kproxy/kproxy/tracing"
 )
 
 // pair is one client connection and the upstream connection kproxy opened
@@ -26,6 +27,10 @@ type pair struct {
 	table    *correlate.Table
 	wmu      sync.Mutex // serializes writes to the client
 	opened   time.Time
+	peer     *tracing.Peer // nil when tracing is off
+	// ending holds the traced responses of the batch being written; their
+	// spans end once the batch is flushed. Used under wmu.
+	ending []ending
 
 	draining atomic.Bool
 	closed   atomic.Bool
@@ -63,6 +68,9 @@ func (s *Server) onConnect(ctx context.Context, client netpoll.Connection) conte
 	p := &pair{s: s, client: client, upstream: up, table: correlate.New(s.table.MaxInFlight),
 		opened: time.Now(), done: make(chan struct{})}
 	p.log = log.With().Str("upstream", up.LocalAddr().String()+">"+s.cfg.Upstream).Logger()
+	if s.tracer.On() {
+		p.peer = tracing.NewPeer(client.RemoteAddr().String(), s.cfg.Upstream, s.topics)
+	}
 	if why := s.add(p); why != "" {
 		client.Close()
 		up.Close()
@@ -111,6 +119,9 @@ func (p *pair) close(reason string, err error) {
 	p.client.Close()
 	p.upstream.Close()
 	left := p.table.Close()
+	for _, e := range left {
+		p.s.tracer.Fail(e.Span, "kproxy.connection_closed")
+	}
 	p.s.m.inFlight.Sub(float64(len(left)))
 	p.s.m.failed.Add(float64(len(left)))
 	p.s.m.open.Dec()

@@ -88,15 +88,21 @@ func (p *pair) forward(frame []byte, r netpoll.Reader, w netpoll.Writer) error {
 	p.s.m.api(h.APIKey).requests.Inc()
 	e := correlate.Entry{Kind: correlate.Forwarded, APIKey: h.APIKey, APIVersion: h.APIVersion,
 		ClientID: h.CorrelationID, Start: time.Now(), ReqBytes: len(frame)}
+	if p.peer != nil {
+		body := framing.NewBody(h, frame)
+		e.Span = p.s.tracer.Start(p.peer, &body, p.table.NextID(), len(frame), e.Start)
+	}
 	if h.BodyOffset > 0 {
 		switch h.APIKey {
 		case framing.KeyProduce:
 			acks, err := framing.ProduceAcks(frame[h.BodyOffset:], h.APIVersion)
 			if err != nil {
+				p.s.tracer.Fail(e.Span, "kproxy.malformed_request")
 				return err
 			}
 			if acks == 0 { // no response will come: no entry
 				_, err := w.WriteBinary(frame)
+				p.s.tracer.End(e.Span, h.APIKey, h.APIVersion, nil)
 				return err
 			}
 		case framing.KeySaslHandshake:
@@ -107,6 +113,7 @@ func (p *pair) forward(frame []byte, r netpoll.Reader, w netpoll.Writer) error {
 	}
 	id, err := p.push(e, r, w)
 	if err != nil {
+		p.s.tracer.Fail(e.Span, "kproxy.connection_closed")
 		return err
 	}
 	framing.SetRequestCorrelationID(frame, id)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kproxy/kproxy/correlate"
 	"github.com/kproxy/kproxy/framing"
+	"github.com/kproxy/kproxy/tracing"
 )
 
 // onUpstream relays every whole response the upstream has sent to the
@@ -64,7 +65,19 @@ func (p *pair) relayResponses(r netpoll.Reader) error {
 	if err := w.Flush(); err != nil {
 		return errClientWrite{err}
 	}
+	for _, x := range p.ending {
+		p.s.tracer.End(x.span, x.key, x.version, x.frame)
+	}
+	clear(p.ending)
+	p.ending = p.ending[:0]
 	return nil
+}
+
+// ending is a traced response written in the current batch.
+type ending struct {
+	span         *tracing.Span
+	key, version int16
+	frame        []byte
 }
 
 // deliver writes one upstream frame to the client in its request's place,
@@ -81,6 +94,12 @@ func (p *pair) deliver(frame []byte, w netpoll.Writer) error {
 		a := p.s.m.api(e.APIKey)
 		a.responses.Inc()
 		a.latency.Observe(time.Since(e.Start).Seconds())
+		if e.Span != nil {
+			p.ending = append(p.ending, ending{e.Span, e.APIKey, e.APIVersion, frame})
+		}
+		if e.APIKey == framing.KeyMetadata && p.peer != nil {
+			p.s.topics.Learn(frame, e.APIVersion)
+		}
 	}
 	p.bytesOut.Add(int64(len(frame)))
 	p.s.m.bytesOut.Add(float64(len(frame)))

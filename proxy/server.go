@@ -14,6 +14,7 @@ import (
 
 	"github.com/kproxy/kproxy/correlate"
 	"github.com/kproxy/kproxy/framing"
+	"github.com/kproxy/kproxy/tracing"
 )
 
 // Server accepts clients and runs their pairs.
@@ -23,6 +24,8 @@ type Server struct {
 	table   correlate.Config
 	log     zerolog.Logger
 	m       *Metrics
+	tracer  *tracing.Tracer
+	topics  *framing.TopicIDs // learnt from Metadata when something reads topics
 
 	ln       netpoll.Listener
 	loop     netpoll.EventLoop
@@ -35,7 +38,8 @@ type Server struct {
 
 // New checks the sections it relies on and returns a Server that is not yet
 // listening.
-func New(cfg Config, fr framing.Config, tc correlate.Config, log zerolog.Logger, m *Metrics) (*Server, error) {
+// tracer may be nil (no tracing).
+func New(cfg Config, fr framing.Config, tc correlate.Config, log zerolog.Logger, m *Metrics, tracer *tracing.Tracer) (*Server, error) {
 	for _, err := range []error{cfg.Validate(), fr.Validate(), tc.Validate()} {
 		if err != nil {
 			return nil, err
@@ -44,7 +48,7 @@ func New(cfg Config, fr framing.Config, tc correlate.Config, log zerolog.Logger,
 	if max := max(fr.MaxRequestBytes, fr.MaxResponseBytes) + framing.SizeLen; cfg.MaxUnreadBytes < max {
 		return nil, fmt.Errorf("max_unread_bytes %d must hold one maximum-size frame (%d)", cfg.MaxUnreadBytes, max)
 	}
-	s := &Server{cfg: cfg, framing: fr, table: tc, log: log, m: m,
+	s := &Server{cfg: cfg, framing: fr, table: tc, log: log, m: m, tracer: tracer, topics: framing.NewTopicIDs(),
 		pairs: make(map[*pair]struct{}), idle: make(chan struct{})}
 	loop, err := netpoll.NewEventLoop(s.onRequest, netpoll.WithOnConnect(s.onConnect))
 	if err != nil {

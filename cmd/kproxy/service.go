@@ -15,14 +15,16 @@ import (
 	"github.com/kproxy/kproxy/config"
 	"github.com/kproxy/kproxy/logging"
 	"github.com/kproxy/kproxy/proxy"
+	"github.com/kproxy/kproxy/tracing"
 )
 
 // service is one running kproxy: the relay and its admin server.
 type service struct {
-	cfg   config.File
-	log   zerolog.Logger
-	proxy *proxy.Server
-	admin *admin.Server
+	cfg    config.File
+	log    zerolog.Logger
+	proxy  *proxy.Server
+	admin  *admin.Server
+	tracer *tracing.Tracer
 }
 
 // start binds the client and admin ports and starts serving.
@@ -30,14 +32,21 @@ func start(cfg config.File) (*service, error) {
 	log := logging.New(cfg.Log, os.Stderr)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	srv, err := proxy.New(cfg.Proxy, cfg.Framing, cfg.Correlate, log, proxy.NewMetrics(reg))
+	tracer, err := tracing.New(cfg.Tracing, version(), reg)
+	if err != nil {
+		return nil, err
+	}
+	srv, err := proxy.New(cfg.Proxy, cfg.Framing, cfg.Correlate, log, proxy.NewMetrics(reg), tracer)
 	if err != nil {
 		return nil, err
 	}
 	if err := srv.Listen(); err != nil {
 		return nil, err
 	}
-	s := &service{cfg: cfg, log: log, proxy: srv}
+	s := &service{cfg: cfg, log: log, proxy: srv, tracer: tracer}
+	if tracer.On() {
+		log.Info().Msg("tracing on: one span per request/response pair, exported over OTLP")
+	}
 	if cfg.Admin.Listen != "" {
 		s.admin = admin.New(cfg.Admin, reg, srv.Ready, log)
 		if err := s.admin.Start(); err != nil {
@@ -84,6 +93,11 @@ func (s *service) waitSignal(done <-chan struct{}) {
 		}
 	}()
 	s.proxy.Drain(ctx)
+	flush, cancelFlush := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancelFlush()
+	if err := s.tracer.Shutdown(flush); err != nil {
+		s.log.Warn().Err(err).Msg("spans not flushed")
+	}
 	if s.admin != nil {
 		shut, cancelShut := context.WithTimeout(context.Background(), time.Second)
 		defer cancelShut()

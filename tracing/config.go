@@ -1,0 +1,66 @@
+package tracing
+
+import "github.com/kproxy/kproxy/internal/fielderr"
+
+// Config is the `tracing:` section of kproxy.yaml. The standard OTEL_*
+// environment variables override it (see Resolve), so a Kubernetes manifest
+// can point a shared config file at its own collector.
+type Config struct {
+	// Enabled turns tracing on. Setting OTEL_EXPORTER_OTLP_ENDPOINT (or
+	// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) also turns it on.
+	Enabled bool `yaml:"enabled"`
+	// Endpoint is the OTLP collector, e.g. "http://127.0.0.1:4317" for
+	// gRPC or "http://127.0.0.1:4318" for HTTP. Empty: the exporter's
+	// default (localhost).
+	Endpoint string `yaml:"endpoint"`
+	// Protocol is "grpc" (default) or "http/protobuf".
+	Protocol string `yaml:"protocol"`
+	// ServiceName is service.name; default "kproxy".
+	ServiceName string `yaml:"service_name"`
+	// ResourceAttributes are added to the resource.
+	ResourceAttributes map[string]string `yaml:"resource_attributes"`
+	// SampleRatio is the fraction of requests traced when no parent decides,
+	// between 0 and 1; default 1.
+	SampleRatio *float64 `yaml:"sample_ratio"`
+	// MaxQueueSize bounds spans waiting for export; beyond it spans are
+	// dropped (and counted), never waited for.
+	MaxQueueSize int `yaml:"max_queue_size"`
+	// Links controls trace context taken from produced records.
+	Links LinksConfig `yaml:"links"`
+}
+
+// LinksConfig is `tracing.links`: W3C traceparent headers found in Produce
+// records become span links.
+type LinksConfig struct {
+	// Max bounds links per span; 0 turns record inspection off.
+	Max int `yaml:"max"`
+	// Decompress also reads headers inside compressed batches (gzip,
+	// snappy, lz4, zstd), at the cost of decompressing sampled produces.
+	Decompress bool `yaml:"decompress"`
+	// ChildOfSingleRecord makes the span of a produce that carries exactly
+	// one traced record a child of that record's context instead of
+	// linking to it.
+	ChildOfSingleRecord bool `yaml:"child_of_single_record"`
+}
+
+// Defaults returns the section as used when kproxy.yaml leaves it out.
+func Defaults() Config {
+	return Config{Protocol: "grpc", ServiceName: "kproxy", MaxQueueSize: 8192, Links: LinksConfig{Max: 16}}
+}
+
+// Validate reports the first invalid field.
+func (c Config) Validate() error {
+	switch {
+	case c.Protocol != "grpc" && c.Protocol != "http/protobuf":
+		return fielderr.New("protocol", `must be "grpc" or "http/protobuf"`)
+	case c.SampleRatio != nil && (*c.SampleRatio < 0 || *c.SampleRatio > 1):
+		return fielderr.New("sample_ratio", "must be between 0 and 1")
+	case c.MaxQueueSize < 1:
+		return fielderr.New("max_queue_size", "must be at least 1")
+	case c.Links.Max < 0 || c.Links.Max > 1000:
+		return fielderr.New("links.max", "must be between 0 and 1000")
+	case c.ServiceName == "":
+		return fielderr.New("service_name", "must not be empty")
+	}
+	return nil
+}

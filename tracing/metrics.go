@@ -1,0 +1,69 @@
+package tracing
+
+import (
+	"context"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+)
+
+// metrics count spans through their life, so an operator can see spans
+// dropped for a slow or absent collector.
+type metrics struct {
+	started  prometheus.Counter
+	exported prometheus.Counter
+	dropped  prometheus.Counter
+	failures prometheus.Counter
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	c := func(name, help string) prometheus.Counter {
+		x := prometheus.NewCounter(prometheus.CounterOpts{Name: name, Help: help})
+		reg.MustRegister(x)
+		return x
+	}
+	return &metrics{
+		started:  c("kproxy_trace_spans_started_total", "Spans started for sampled requests."),
+		exported: c("kproxy_trace_spans_exported_total", "Spans handed to the OTLP exporter."),
+		dropped:  c("kproxy_trace_spans_dropped_total", "Spans dropped because the export queue was full."),
+		failures: c("kproxy_trace_export_failures_total", "Export calls that failed."),
+	}
+}
+
+// boundedProcessor drops and counts spans beyond max waiting for export, so
+// ending a span never blocks the relay. (The SDK's batch processor also
+// drops when full, but does not say so.)
+type boundedProcessor struct {
+	sdktrace.SpanProcessor
+	pending *atomic.Int64
+	max     int64
+	m       *metrics
+}
+
+func (p boundedProcessor) OnEnd(s sdktrace.ReadOnlySpan) {
+	if p.pending.Add(1) > p.max {
+		p.pending.Add(-1)
+		p.m.dropped.Inc()
+		return
+	}
+	p.SpanProcessor.OnEnd(s)
+}
+
+// countingExporter releases queue places as spans leave for the collector.
+type countingExporter struct {
+	sdktrace.SpanExporter
+	pending *atomic.Int64
+	m       *metrics
+}
+
+func (e countingExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
+	defer e.pending.Add(-int64(len(spans)))
+	err := e.SpanExporter.ExportSpans(ctx, spans)
+	if err != nil {
+		e.m.failures.Inc()
+	} else {
+		e.m.exported.Add(float64(len(spans)))
+	}
+	return err
+}

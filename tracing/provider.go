@@ -1,0 +1,109 @@
+package tracing
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+)
+
+// New builds the tracer the section and the environment ask for. When
+// tracing is off it returns a Tracer whose Start always returns nil.
+func New(c Config, version string, reg prometheus.Registerer) (*Tracer, error) {
+	s, err := resolve(c, osGetenv)
+	if err != nil {
+		return nil, err
+	}
+	if !s.Enabled {
+		return &Tracer{}, nil
+	}
+	ctx := context.Background()
+	exp, err := newExporter(ctx, s)
+	if err != nil {
+		return nil, fmt.Errorf("tracing exporter: %w", err)
+	}
+	return newTracer(s, version, exp, reg)
+}
+
+// NewWithExporter builds an enabled tracer that sends spans to exp, for
+// tests and for other exporters than OTLP.
+func NewWithExporter(c Config, version string, exp sdktrace.SpanExporter, reg prometheus.Registerer) (*Tracer, error) {
+	s, err := resolve(c, osGetenv)
+	if err != nil {
+		return nil, err
+	}
+	s.Enabled = true
+	return newTracer(s, version, exp, reg)
+}
+
+func newTracer(s settings, version string, exp sdktrace.SpanExporter, reg prometheus.Registerer) (*Tracer, error) {
+	res, err := newResource(s, version)
+	if err != nil {
+		return nil, err
+	}
+	m := newMetrics(reg)
+	pending := new(atomic.Int64)
+	bsp := sdktrace.NewBatchSpanProcessor(countingExporter{exp, pending, m},
+		sdktrace.WithMaxQueueSize(2*s.MaxQueueSize))
+	tp := sdktrace.NewTracerProvider(
+		sdktrace.WithResource(res),
+		// kproxy decides sampling itself (Tracer.Start) before any work is
+		// done, so the SDK records what it is given.
+		sdktrace.WithSampler(sdktrace.AlwaysSample()),
+		sdktrace.WithSpanProcessor(boundedProcessor{bsp, pending, int64(s.MaxQueueSize), m}),
+	)
+	return &Tracer{on: true, s: s, tp: tp, tr: tp.Tracer("github.com/kproxy/kproxy/tracing"), m: m}, nil
+}
+
+func newExporter(ctx context.Context, s settings) (sdktrace.SpanExporter, error) {
+	if s.Protocol == "http/protobuf" {
+		var opts []otlptracehttp.Option
+		if s.Endpoint != "" {
+			opts = append(opts, otlptracehttp.WithEndpointURL(s.Endpoint))
+		}
+		return otlptracehttp.New(ctx, opts...)
+	}
+	var opts []otlptracegrpc.Option
+	if s.Endpoint != "" {
+		opts = append(opts, otlptracegrpc.WithEndpointURL(s.Endpoint))
+	}
+	return otlptracegrpc.New(ctx, opts...)
+}
+
+// newResource describes this kproxy: service, host, and the Kubernetes pod,
+// namespace and node when the downward API passes them in. The
+// environment's OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES win.
+func newResource(s settings, version string) (*resource.Resource, error) {
+	attrs := []attribute.KeyValue{semconv.ServiceName(s.ServiceName), semconv.ServiceVersion(version)}
+	for k, v := range s.ResourceAttributes {
+		attrs = append(attrs, attribute.String(k, v))
+	}
+	for _, e := range []struct {
+		kv   func(string) attribute.KeyValue
+		vars []string
+	}{
+		{semconv.K8SPodName, []string{"K8S_POD_NAME", "POD_NAME"}},
+		{semconv.K8SNamespaceName, []string{"K8S_NAMESPACE_NAME", "POD_NAMESPACE"}},
+		{semconv.K8SNodeName, []string{"K8S_NODE_NAME", "NODE_NAME"}},
+	} {
+		for _, name := range e.vars {
+			if v := os.Getenv(name); v != "" {
+				attrs = append(attrs, e.kv(v))
+				break
+			}
+		}
+	}
+	return resource.New(context.Background(),
+		resource.WithSchemaURL(semconv.SchemaURL),
+		resource.WithAttributes(attrs...),
+		resource.WithHost(),
+		resource.WithFromEnv())
+}

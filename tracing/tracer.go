@@ -1,0 +1,227 @@
+package tracing
+
+import (
+	"context"
+	"math/rand/v2"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/kproxy/kproxy/framing"
+)
+
+// Tracer turns request/response pairs into spans. The zero Tracer is off.
+type Tracer struct {
+	on bool
+	s  settings
+	tp *sdktrace.TracerProvider
+	tr trace.Tracer
+	m  *metrics
+}
+
+// On reports whether tracing is enabled at all.
+func (t *Tracer) On() bool { return t != nil && t.on }
+
+// Attribute keys kproxy adds under its own prefix.
+const (
+	attrAPIKey       = attribute.Key("kproxy.api_key")
+	attrAPIVersion   = attribute.Key("kproxy.api_version")
+	attrClientCorr   = attribute.Key("kproxy.correlation_id.client")
+	attrUpstreamCorr = attribute.Key("kproxy.correlation_id.upstream")
+	attrReqBytes     = attribute.Key("kproxy.request_bytes")
+	attrRespBytes    = attribute.Key("kproxy.response_bytes")
+	attrDecoded      = attribute.Key("kproxy.body_decoded")
+	attrLinksPartial = attribute.Key("kproxy.links_incomplete")
+)
+
+// Peer holds what every span of one client/upstream pair shares, built once
+// when the pair opens.
+type Peer struct {
+	attrs    []attribute.KeyValue
+	ids      *framing.TopicIDs
+	clientID string // the last client id seen; a client keeps one
+}
+
+// clientIDString returns id as a string, reusing the last one when equal.
+// Only the pair's request goroutine calls it.
+func (p *Peer) clientIDString(id []byte) string {
+	if string(id) != p.clientID {
+		p.clientID = string(id)
+	}
+	return p.clientID
+}
+
+// NewPeer describes a pair: client is the client's address, upstream the
+// broker's HOST:PORT, ids the topic names learnt from Metadata.
+func NewPeer(client, upstream string, ids *framing.TopicIDs) *Peer {
+	p := &Peer{attrs: []attribute.KeyValue{semconv.MessagingSystemKafka}, ids: ids}
+	if h, port, err := net.SplitHostPort(upstream); err == nil {
+		n, _ := strconv.Atoi(port)
+		p.attrs = append(p.attrs, semconv.ServerAddress(h), semconv.ServerPort(n))
+	}
+	if h, port, err := net.SplitHostPort(client); err == nil {
+		n, _ := strconv.Atoi(port)
+		p.attrs = append(p.attrs, semconv.NetworkPeerAddress(h), semconv.NetworkPeerPort(n))
+	}
+	return p
+}
+
+// Span is a traced request waiting for its response. The OpenTelemetry
+// span is built only when the pair completes, with its start time set back
+// to the request's: one allocation of attributes instead of growing them
+// at each step, and nothing half-made if the pair never completes.
+type Span struct {
+	ctx   context.Context
+	name  string
+	start time.Time
+	attrs []attribute.KeyValue
+	links []trace.Link
+}
+
+// respAttrs is how many attributes End may add.
+const respAttrs = 2
+
+// Start prepares the span of a request whose frame was read whole at
+// start, or returns nil when the request is not traced. Only a traced
+// request has its body decoded (through body, so the decode is shared).
+func (t *Tracer) Start(p *Peer, body *framing.Body, upstreamID int32, reqBytes int, start time.Time) *Span {
+	if !t.On() {
+		return nil
+	}
+	h := body.Header()
+	sampled := t.s.ratio >= 1 || (t.s.ratio > 0 && rand.Float64() < t.s.ratio)
+	// A produce may carry a parent to follow instead of the ratio.
+	mayFollow := t.s.Links.ChildOfSingleRecord && t.s.parentBased && h.APIKey == framing.KeyProduce && t.s.Links.Max > 0
+	if !sampled && !mayFollow {
+		return nil
+	}
+	var f facts
+	if req, err := body.Request(); err == nil && req != nil {
+		f = requestFacts(req, p.ids)
+	}
+	s := &Span{ctx: context.Background(), start: start}
+	var incomplete bool
+	if len(f.batches) > 0 && t.s.Links.Max > 0 {
+		found, complete := recordContexts(f.batches, t.s.Links.Max, t.s.Links.Decompress)
+		incomplete = !complete
+		if t.s.Links.ChildOfSingleRecord && f.records == 1 && len(found) == 1 {
+			s.ctx = trace.ContextWithRemoteSpanContext(s.ctx, found[0])
+			if t.s.parentBased {
+				sampled = found[0].IsSampled()
+			}
+		} else {
+			for _, sc := range found {
+				s.links = append(s.links, trace.Link{SpanContext: sc})
+			}
+		}
+	}
+	if !sampled {
+		return nil
+	}
+	s.name = framing.Name(h.APIKey)
+	attrs := make([]attribute.KeyValue, 0, len(p.attrs)+16+respAttrs)
+	attrs = append(attrs, p.attrs...)
+	attrs = append(attrs,
+		semconv.MessagingOperationName(s.name),
+		attrAPIKey.Int(int(h.APIKey)),
+		attrAPIVersion.Int(int(h.APIVersion)),
+		attrClientCorr.Int(int(h.CorrelationID)),
+		attrUpstreamCorr.Int(int(upstreamID)),
+		attrReqBytes.Int(reqBytes),
+		attrDecoded.Bool(body.Decoded()),
+	)
+	if op := operationType(h.APIKey); op != "" {
+		attrs = append(attrs, semconv.MessagingOperationTypeKey.String(op))
+	}
+	if h.ClientID != nil {
+		attrs = append(attrs, semconv.MessagingClientID(p.clientIDString(h.ClientID)))
+	}
+	if len(f.topics) == 1 {
+		s.name += " " + f.topics[0]
+		attrs = append(attrs, semconv.MessagingDestinationName(f.topics[0]))
+		if f.partitions == 1 {
+			attrs = append(attrs, semconv.MessagingDestinationPartitionID(strconv.Itoa(int(f.partition))))
+		}
+	}
+	if f.group != "" {
+		attrs = append(attrs, semconv.MessagingConsumerGroupName(f.group))
+	}
+	if h.APIKey == framing.KeyProduce {
+		attrs = append(attrs, semconv.MessagingBatchMessageCount(f.records))
+	}
+	if incomplete {
+		attrs = append(attrs, attrLinksPartial.Bool(true))
+	}
+	s.attrs = attrs
+	t.m.started.Inc()
+	return s
+}
+
+// End emits a span with its response frame (nil when the request gets no
+// response, as acks=0 Produce), marking it an error when the response
+// carries a non-zero error code anywhere.
+func (t *Tracer) End(s *Span, key, version int16, resp []byte) {
+	if s == nil {
+		return
+	}
+	var failure string
+	if resp != nil {
+		s.attrs = append(s.attrs, attrRespBytes.Int(len(resp)))
+		if r, err := framing.DecodeResponse(resp, key, version); err == nil && r != nil {
+			if code := firstError(r); code != 0 {
+				failure = errorName(code)
+			}
+		}
+	}
+	t.emit(s, failure)
+}
+
+// Fail emits the span of a request whose response will never come, with
+// reason as its error type.
+func (t *Tracer) Fail(s *Span, reason string) {
+	if s != nil {
+		t.emit(s, reason)
+	}
+}
+
+func (t *Tracer) emit(s *Span, failure string) {
+	if failure != "" {
+		s.attrs = append(s.attrs, semconv.ErrorTypeKey.String(failure))
+	}
+	opts := [...]trace.SpanStartOption{clientKind, trace.WithTimestamp(s.start), trace.WithAttributes(s.attrs...), nil}
+	n := 3
+	if len(s.links) > 0 {
+		opts[n] = trace.WithLinks(s.links...)
+		n++
+	}
+	_, span := t.tr.Start(s.ctx, s.name, opts[:n]...)
+	if failure != "" {
+		span.SetStatus(codes.Error, failure)
+	}
+	span.End()
+}
+
+var clientKind = trace.WithSpanKind(trace.SpanKindClient)
+
+// errorName is the Kafka name of an error code (UNKNOWN_TOPIC_OR_PARTITION).
+func errorName(code int16) string {
+	if ke, ok := kerr.ErrorForCode(code).(*kerr.Error); ok {
+		return ke.Message
+	}
+	return strconv.Itoa(int(code))
+}
+
+// Shutdown flushes spans still queued.
+func (t *Tracer) Shutdown(ctx context.Context) error {
+	if !t.On() {
+		return nil
+	}
+	return t.tp.Shutdown(ctx)
+}
