@@ -11,7 +11,8 @@ type Config struct {
 	Enabled bool `yaml:"enabled"`
 	// Endpoint is the OTLP collector, e.g. "http://127.0.0.1:4317" for
 	// gRPC or "http://127.0.0.1:4318" for HTTP. Empty: the exporter's
-	// default (localhost).
+	// default (localhost). For HTTP, a URL without a path gets the
+	// /v1/traces path; one with a path is used as is.
 	Endpoint string `yaml:"endpoint"`
 	// Protocol is "grpc" (default) or "http/protobuf".
 	Protocol string `yaml:"protocol"`
@@ -53,7 +54,7 @@ func (c Config) Validate() error {
 	switch {
 	case c.Protocol != "grpc" && c.Protocol != "http/protobuf":
 		return fielderr.New("protocol", `must be "grpc" or "http/protobuf"`)
-	case c.SampleRatio != nil && (*c.SampleRatio < 0 || *c.SampleRatio > 1):
+	case c.SampleRatio != nil && !(*c.SampleRatio >= 0 && *c.SampleRatio <= 1): // also refuses NaN
 		return fielderr.New("sample_ratio", "must be between 0 and 1")
 	case c.MaxQueueSize < 1:
 		return fielderr.New("max_queue_size", "must be at least 1")

@@ -56,7 +56,7 @@ func (s *settings) samplerFromEnv(name, arg string) error {
 			return nil
 		}
 		r, err := strconv.ParseFloat(arg, 64)
-		if err != nil || r < 0 || r > 1 {
+		if err != nil || !(r >= 0 && r <= 1) { // also refuses NaN
 			return fmt.Errorf("OTEL_TRACES_SAMPLER_ARG=%q: want a ratio between 0 and 1", arg)
 		}
 		s.ratio = r

@@ -3,6 +3,7 @@ package tracing
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"os"
 	"sync/atomic"
 
@@ -68,6 +69,12 @@ func newExporter(ctx context.Context, s settings) (sdktrace.SpanExporter, error)
 		var opts []otlptracehttp.Option
 		if s.Endpoint != "" {
 			opts = append(opts, otlptracehttp.WithEndpointURL(s.Endpoint))
+			// WithEndpointURL posts to the URL's path as is, "/" when it
+			// has none, where collectors serve nothing: a base URL gets
+			// the OTLP traces path, as OTEL_EXPORTER_OTLP_ENDPOINT does.
+			if u, err := url.Parse(s.Endpoint); err == nil && (u.Path == "" || u.Path == "/") {
+				opts = append(opts, otlptracehttp.WithURLPath("/v1/traces"))
+			}
 		}
 		return otlptracehttp.New(ctx, opts...)
 	}

@@ -103,8 +103,12 @@ func (t *Tracer) Start(p *Peer, body *framing.Body, upstreamID int32, reqBytes i
 		return nil
 	}
 	var f facts
+	// Request has always run by now, so body.Decoded() would say true even
+	// for a version relayed opaquely; say whether a body was read.
+	decoded := false
 	if req, err := body.Request(); err == nil && req != nil {
 		f = requestFacts(req, p.ids)
+		decoded = true
 	}
 	s := &Span{ctx: context.Background(), start: start}
 	var incomplete bool
@@ -135,7 +139,7 @@ func (t *Tracer) Start(p *Peer, body *framing.Body, upstreamID int32, reqBytes i
 		attrClientCorr.Int(int(h.CorrelationID)),
 		attrUpstreamCorr.Int(int(upstreamID)),
 		attrReqBytes.Int(reqBytes),
-		attrDecoded.Bool(body.Decoded()),
+		attrDecoded.Bool(decoded),
 	)
 	if op := operationType(h.APIKey); op != "" {
 		attrs = append(attrs, semconv.MessagingOperationTypeKey.String(op))
@@ -212,7 +216,9 @@ var clientKind = trace.WithSpanKind(trace.SpanKindClient)
 
 // errorName is the Kafka name of an error code (UNKNOWN_TOPIC_OR_PARTITION).
 func errorName(code int16) string {
-	if ke, ok := kerr.ErrorForCode(code).(*kerr.Error); ok {
+	// ErrorForCode answers UnknownServerError (-1) for codes it does not
+	// know; those keep their number instead.
+	if ke, ok := kerr.ErrorForCode(code).(*kerr.Error); ok && ke.Code == code {
 		return ke.Message
 	}
 	return strconv.Itoa(int(code))
