@@ -27,6 +27,9 @@ func NewTopicIDs() *TopicIDs { return &TopicIDs{names: make(map[[16]byte]string)
 
 // Learn records the ids in a Metadata response frame.
 func (t *TopicIDs) Learn(frame []byte, version int16) {
+	if t == nil {
+		return
+	}
 	resp, err := DecodeResponse(frame, KeyMetadata, version)
 	if err != nil || resp == nil {
 		return
@@ -34,6 +37,9 @@ func (t *TopicIDs) Learn(frame []byte, version int16) {
 	md := resp.(*kmsg.MetadataResponse)
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.names == nil {
+		t.names = make(map[[16]byte]string)
+	}
 	for _, topic := range md.Topics {
 		if topic.Topic == nil || topic.TopicID == ([16]byte{}) {
 			continue

@@ -30,12 +30,18 @@ func newTestTracer(t testing.TB, edit func(*tracing.Config)) (*tracing.Tracer, f
 		edit(&c)
 	}
 	exp := tracetest.NewInMemoryExporter()
-	tr, err := tracing.NewWithExporter(c, "test", keepOnShutdown{exp}, prometheus.NewRegistry())
+	reg := prometheus.NewRegistry()
+	tr, err := tracing.NewWithExporter(c, "test", keepOnShutdown{exp}, reg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { tr.Shutdown(context.Background()) })
 	return tr, func() tracetest.SpanStubs {
+		// A span ends just after its response is flushed to the client,
+		// so the client may have its answer a moment before.
+		waitFor(t, 2*time.Second, "every started span ended", func() bool {
+			return counterValue(t, reg, "kproxy_trace_spans_started_total") == counterValue(t, reg, "kproxy_trace_spans_ended_total")
+		})
 		if err := tr.Shutdown(context.Background()); err != nil {
 			t.Fatal(err)
 		}
@@ -181,14 +187,19 @@ func TestTracingClientAPIs(t *testing.T) {
 
 // totalRequests sums kproxy's request counter over every API.
 func totalRequests(t testing.TB, env *testEnv) float64 {
+	return counterValue(t, env.reg, "kproxy_requests_total")
+}
+
+// counterValue sums a counter over all its label values.
+func counterValue(t testing.TB, g prometheus.Gatherer, name string) float64 {
 	t.Helper()
-	mfs, err := env.reg.Gather()
+	mfs, err := g.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
 	var n float64
 	for _, mf := range mfs {
-		if mf.GetName() == "kproxy_requests_total" {
+		if mf.GetName() == name {
 			for _, m := range mf.GetMetric() {
 				n += m.GetCounter().GetValue()
 			}

@@ -27,7 +27,14 @@ func resolve(c Config, getenv func(string) string) (settings, error) {
 		s.Enabled = true
 		s.Endpoint = "" // the exporter takes the environment's
 	}
-	if strings.EqualFold(getenv("OTEL_SDK_DISABLED"), "true") || getenv("OTEL_TRACES_EXPORTER") == "none" {
+	switch v := getenv("OTEL_TRACES_EXPORTER"); v {
+	case "", "otlp":
+	case "none":
+		s.Enabled = false
+	default:
+		return s, fmt.Errorf("OTEL_TRACES_EXPORTER=%q: kproxy exports otlp (or none)", v)
+	}
+	if strings.EqualFold(getenv("OTEL_SDK_DISABLED"), "true") {
 		s.Enabled = false
 	}
 	for _, k := range []string{"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"} {

@@ -12,6 +12,7 @@ import (
 // dropped for a slow or absent collector.
 type metrics struct {
 	started  prometheus.Counter
+	ended    prometheus.Counter
 	exported prometheus.Counter
 	dropped  prometheus.Counter
 	failures prometheus.Counter
@@ -25,6 +26,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}
 	return &metrics{
 		started:  c("kproxy_trace_spans_started_total", "Spans started for sampled requests."),
+		ended:    c("kproxy_trace_spans_ended_total", "Spans ended (response relayed, or failed)."),
 		exported: c("kproxy_trace_spans_exported_total", "Spans handed to the OTLP exporter."),
 		dropped:  c("kproxy_trace_spans_dropped_total", "Spans dropped because the export queue was full."),
 		failures: c("kproxy_trace_export_failures_total", "Export calls that failed."),

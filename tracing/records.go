@@ -35,7 +35,7 @@ func eachBatch(records []byte, fn func(batch []byte) bool) {
 func batchRecordCount(records []byte) int {
 	total := 0
 	eachBatch(records, func(b []byte) bool {
-		total += int(int32(binary.BigEndian.Uint32(b[batchCountOff:])))
+		total += max(0, int(int32(binary.BigEndian.Uint32(b[batchCountOff:]))))
 		return true
 	})
 	return total

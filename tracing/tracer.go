@@ -179,7 +179,7 @@ func (t *Tracer) End(s *Span, key, version int16, resp []byte) {
 	if resp != nil {
 		s.attrs = append(s.attrs, attrRespBytes.Int(len(resp)))
 		if r, err := framing.DecodeResponse(resp, key, version); err == nil && r != nil {
-			if code := firstError(r); code != 0 {
+			if code := framing.FirstError(r); code != 0 {
 				failure = errorName(code)
 			}
 		}
@@ -210,6 +210,7 @@ func (t *Tracer) emit(s *Span, failure string) {
 		span.SetStatus(codes.Error, failure)
 	}
 	span.End()
+	t.m.ended.Inc()
 }
 
 var clientKind = trace.WithSpanKind(trace.SpanKindClient)

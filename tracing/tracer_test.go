@@ -23,7 +23,12 @@ func produceFrame(corr int32, recs ...kmsg.Record) []byte {
 
 // produceRespFrame answers produceFrame with the given partition code.
 func produceRespFrame(corr int32, code int16) []byte {
-	r := produceResp([]int16{code})
+	r := kmsg.NewPtrProduceResponse()
+	tp := kmsg.NewProduceResponseTopic()
+	pp := kmsg.NewProduceResponseTopicPartition()
+	pp.ErrorCode = code
+	tp.Partitions = append(tp.Partitions, pp)
+	r.Topics = append(r.Topics, tp)
 	r.Version = 9
 	return responseFrame(r, corr)
 }

@@ -1,4 +1,4 @@
-package tracing
+package framing
 
 import (
 	"testing"
@@ -130,7 +130,7 @@ func leaveGroupResp(codes ...int16) *kmsg.LeaveGroupResponse {
 	return r
 }
 
-// firstError finds a code wherever the API puts it, the first one when
+// FirstError finds a code wherever the API puts it, the first one when
 // there are several, and 0 when every code is 0.
 func TestFirstError(t *testing.T) {
 	join := kmsg.NewPtrJoinGroupResponse()
@@ -173,7 +173,7 @@ func TestFirstError(t *testing.T) {
 		{"leave group member", leaveGroupResp(0, errUnknownMember), errUnknownMember},
 		{"api versions ok", kmsg.NewPtrApiVersionsResponse(), 0},
 	} {
-		if got := firstError(tc.resp); got != tc.want {
+		if got := FirstError(tc.resp); got != tc.want {
 			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
 		}
 	}
@@ -185,7 +185,7 @@ func BenchmarkFirstErrorProduce(b *testing.B) {
 	r := produceResp([]int16{0, 0, 0, 0}, []int16{0, 0, 0, 0}, []int16{0, 0, 0, 0})
 	b.ReportAllocs()
 	for b.Loop() {
-		if firstError(r) != 0 {
+		if FirstError(r) != 0 {
 			b.Fatal("error found")
 		}
 	}
@@ -195,7 +195,7 @@ func BenchmarkFirstErrorMetadata(b *testing.B) {
 	r := metadataResp(0, 0, 0, 0, 0, 0, 0, 0)
 	b.ReportAllocs()
 	for b.Loop() {
-		if firstError(r) != 0 {
+		if FirstError(r) != 0 {
 			b.Fatal("error found")
 		}
 	}

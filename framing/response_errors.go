@@ -1,4 +1,4 @@
-package tracing
+package framing
 
 import (
 	"reflect"
@@ -6,11 +6,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// firstError returns the first non-zero error code in a response: the
+// FirstError returns the first non-zero error code in a response: the
 // top-level code or any per-topic, per-partition or per-member one. Produce
 // and Fetch, the busiest, are walked directly; other APIs by reflection
 // over kmsg's structs, which keeps every API's nested codes covered.
-func firstError(resp kmsg.Response) int16 {
+func FirstError(resp kmsg.Response) int16 {
 	switch r := resp.(type) {
 	case *kmsg.ProduceResponse:
 		for _, t := range r.Topics {
@@ -56,7 +56,8 @@ func walkErrorCode(v reflect.Value) int16 {
 				}
 				continue
 			}
-			if k := f.Type.Kind(); k == reflect.Struct || k == reflect.Pointer || (k == reflect.Slice && f.Type.Elem().Kind() != reflect.Uint8) {
+			// Lists of numbers or bytes (replicas, records) hold no codes.
+			if k := f.Type.Kind(); k == reflect.Struct || k == reflect.Pointer || (k == reflect.Slice && f.Type.Elem().Kind() == reflect.Struct) {
 				if c := walkErrorCode(v.Field(i)); c != 0 {
 					return c
 				}
