@@ -1,0 +1,167 @@
+// Package harness holds what the end-to-end tests share: finding the
+// repository, building kproxy, picking free loopback ports, and starting
+// external processes (kproxy, Jaeger, later real Kafka brokers) that are
+// always killed when the test ends.
+//
+// A test package that uses it must call Main from its TestMain.
+package harness
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// workDir is a directory for the whole test binary (built binaries), made
+// by Main and removed when the tests end.
+var workDir string
+
+// Main runs the tests of a package with a work directory for the helpers
+// that build once per test binary. Call it from TestMain:
+//
+//	func TestMain(m *testing.M) { harness.Main(m) }
+func Main(m *testing.M) {
+	dir, err := os.MkdirTemp("", "kproxy-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		os.Exit(1)
+	}
+	workDir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func mustWorkDir(t testing.TB) string {
+	t.Helper()
+	if workDir == "" {
+		t.Fatal("harness.Main was not called: add `func TestMain(m *testing.M) { harness.Main(m) }` to the test package")
+	}
+	return workDir
+}
+
+const (
+	e2eModule  = "github.com/kproxy/kproxy/e2e"
+	mainModule = "github.com/kproxy/kproxy"
+)
+
+// E2EDir is the root of the e2e module (the directory of its go.mod),
+// found by walking up from the working directory of the test.
+func E2EDir(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if modulePath(filepath.Join(dir, "go.mod")) == e2eModule {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatalf("no go.mod of module %s above the working directory", e2eModule)
+		}
+		dir = parent
+	}
+}
+
+// RepoRoot is the root of the kproxy module: the parent of the e2e module.
+func RepoRoot(t testing.TB) string {
+	t.Helper()
+	root := filepath.Dir(E2EDir(t))
+	if got := modulePath(filepath.Join(root, "go.mod")); got != mainModule {
+		t.Fatalf("%s/go.mod is module %q, want %q: the e2e module must sit inside the kproxy repository", root, got, mainModule)
+	}
+	return root
+}
+
+// modulePath reads the module line of a go.mod, or "" if there is none.
+func modulePath(gomod string) string {
+	b, err := os.ReadFile(gomod)
+	if err != nil {
+		return ""
+	}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		if f := strings.Fields(sc.Text()); len(f) == 2 && f[0] == "module" {
+			return strings.Trim(f[1], `"`)
+		}
+	}
+	return ""
+}
+
+// FreePorts returns n distinct TCP ports that were free on 127.0.0.1 a
+// moment ago. Another process may still take one before it is used, so
+// starters retry with new ports when their process fails to come up.
+func FreePorts(t testing.TB, n int) []int {
+	t.Helper()
+	ports := make([]int, 0, n)
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatalf("picking a free port: %v", err)
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports
+}
+
+// Env is this process's environment without the variables that would
+// change what a started process does behind the test's back (OTEL_*, and
+// the E2E_* variables the Jaeger config reads), plus extra ("K=V").
+func Env(extra ...string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, "OTEL_") || strings.HasPrefix(kv, "E2E_") {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env, extra...)
+}
+
+// errExited is returned by waitHTTP when the process died first.
+var errExited = fmt.Errorf("process exited")
+
+// waitHTTP polls url until it answers 200, p exits, or timeout passes.
+func waitHTTP(p *Proc, url string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	client := &http.Client{Timeout: 2 * time.Second}
+	var last string
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		resp, err := client.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			last = resp.Status
+		} else {
+			last = err.Error()
+		}
+		select {
+		case <-p.Exited():
+			return fmt.Errorf("%w before %s answered: %v", errExited, url, p.ExitErr())
+		case <-ctx.Done():
+			return fmt.Errorf("%s not ready after %v (last: %s)", url, timeout, last)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,103 @@
+package harness
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// KproxyEnv names a prebuilt kproxy binary to test instead of building
+// one from the repository.
+const KproxyEnv = "KPROXY_E2E_KPROXY"
+
+var kproxyBuild struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// KproxyBinary builds kproxy from the repository (once per test binary)
+// and returns its path, or returns $KPROXY_E2E_KPROXY when set.
+func KproxyBinary(t testing.TB) string {
+	t.Helper()
+	if p := os.Getenv(KproxyEnv); p != "" {
+		return p
+	}
+	dir, root := mustWorkDir(t), RepoRoot(t)
+	kproxyBuild.once.Do(func() {
+		path := filepath.Join(dir, "kproxy")
+		start := time.Now()
+		cmd := exec.Command("go", "build", "-o", path, "./cmd/kproxy")
+		cmd.Dir = root
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			kproxyBuild.err = fmt.Errorf("go build ./cmd/kproxy in %s: %v\n%s", root, err, out)
+			return
+		}
+		t.Logf("built kproxy in %v", time.Since(start).Round(time.Millisecond))
+		kproxyBuild.path = path
+	})
+	if kproxyBuild.err != nil {
+		t.Fatal(kproxyBuild.err)
+	}
+	return kproxyBuild.path
+}
+
+// Kproxy is a running kproxy.
+type Kproxy struct {
+	*Proc
+	Addr      string // Kafka clients connect here
+	AdminAddr string // /healthz /readyz /metrics
+}
+
+// StartKproxyDemo runs `kproxy demo` on free loopback ports: kproxy in
+// front of its embedded broker, which advertises kproxy's address. env
+// adds to the environment (OTEL_* is not inherited from the test's). It
+// returns once /readyz answers 200.
+func StartKproxyDemo(t testing.TB, env ...string) *Kproxy {
+	t.Helper()
+	bin := KproxyBinary(t)
+	var lastErr error
+	for attempt := 1; attempt <= 3; attempt++ {
+		ports := FreePorts(t, 2)
+		k := &Kproxy{
+			Addr:      fmt.Sprintf("127.0.0.1:%d", ports[0]),
+			AdminAddr: fmt.Sprintf("127.0.0.1:%d", ports[1]),
+		}
+		args := []string{"demo", "--listen", k.Addr, "--admin", k.AdminAddr}
+		k.Proc = Start(t, "kproxy", bin, args, Env(env...), "")
+		err := waitHTTP(k.Proc, "http://"+k.AdminAddr+"/readyz", 20*time.Second)
+		if err == nil {
+			return k
+		}
+		lastErr = err
+		if !errors.Is(err, errExited) || !strings.Contains(k.Output(), "address already in use") {
+			break
+		}
+		t.Logf("kproxy lost a port race (attempt %d); retrying with new ports", attempt)
+	}
+	t.Fatalf("kproxy did not become ready: %v", lastErr)
+	return nil
+}
+
+// Shutdown stops kproxy with SIGTERM (it drains, then flushes its spans)
+// and fails the test unless it exits 0 within timeout and reports that its
+// spans were flushed.
+func (k *Kproxy) Shutdown(t testing.TB, timeout time.Duration) {
+	t.Helper()
+	start := time.Now()
+	if err := k.Stop(syscall.SIGTERM, timeout); err != nil {
+		t.Fatalf("kproxy after SIGTERM: %v\n%s", err, k.Tail(30))
+	}
+	if out := k.Output(); strings.Contains(out, "spans not flushed") {
+		t.Fatalf("kproxy could not flush its spans on shutdown:\n%s", k.Tail(30))
+	}
+	t.Logf("kproxy stopped cleanly %v after SIGTERM", time.Since(start).Round(time.Millisecond))
+}
