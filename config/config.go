@@ -16,6 +16,7 @@ import (
 	"github.com/kproxy/kproxy/framing"
 	"github.com/kproxy/kproxy/internal/fielderr"
 	"github.com/kproxy/kproxy/logging"
+	"github.com/kproxy/kproxy/policy"
 	"github.com/kproxy/kproxy/proxy"
 	"github.com/kproxy/kproxy/tracing"
 )
@@ -28,6 +29,7 @@ type File struct {
 	Admin     admin.Config     `yaml:"admin"`
 	Log       logging.Config   `yaml:"log"`
 	Tracing   tracing.Config   `yaml:"tracing"`
+	Policies  policy.Config    `yaml:"policies"`
 }
 
 // Defaults is the configuration of an empty file.
@@ -39,6 +41,7 @@ func Defaults() File {
 		Admin:     admin.Defaults(),
 		Log:       logging.Defaults(),
 		Tracing:   tracing.Defaults(),
+		Policies:  policy.Defaults(),
 	}
 }
 
@@ -111,6 +114,7 @@ func (f File) Validate(file string, root *yaml.Node) error {
 		{"admin", f.Admin.Validate()},
 		{"log", f.Log.Validate()},
 		{"tracing", f.Tracing.Validate()},
+		{"policies", f.Policies.Validate()},
 	}
 	for _, s := range sections {
 		var fe *fielderr.Error

@@ -21,6 +21,15 @@ func lineOf(root *yaml.Node, path string) int {
 	}
 	n, line := root.Content[0], 0
 	for _, key := range strings.Split(path, ".") {
+		if n.Kind == yaml.SequenceNode {
+			i, err := strconv.Atoi(key)
+			if err != nil || i < 0 || i >= len(n.Content) {
+				break
+			}
+			n = n.Content[i]
+			line = n.Line
+			continue
+		}
 		if n.Kind != yaml.MappingNode {
 			break
 		}

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"github.com/kproxy/kproxy/policy"
 	"github.com/kproxy/kproxy/tracing"
 	"reflect"
 	"testing"
@@ -36,6 +37,11 @@ func TestLoadFull(t *testing.T) {
 		ServiceName: "kproxy-test", ResourceAttributes: map[string]string{"deployment.environment": "test"},
 		SampleRatio: &ratio, MaxQueueSize: 100,
 		Links: tracing.LinksConfig{Max: 4, Decompress: true, ChildOfSingleRecord: true}}
+	want.Policies = policy.Config{Rules: []policy.Rule{
+		{Name: "no-topic-deletes", Match: policy.Selector{ClientID: "app-*", APIs: []string{"DeleteTopics"}}, Action: "reject"},
+		{Name: "orders-rate", Match: policy.Selector{APIs: []string{"Produce"}, Topics: []string{"orders*"}},
+			Limits: policy.Limits{BytesPerSecond: 1048576, Key: "client_id"}, Action: "throttle"},
+	}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Load:\n got %+v\nwant %+v", got, want)
 	}

@@ -33,8 +33,13 @@ type Entry struct {
 	SaslRounds int8
 	// Response is the whole frame of a Synthetic entry.
 	Response []byte
-	// Span is the request's span (nil when not traced) and Decision the
-	// policy engine's verdict; the table carries them and never looks.
-	Span     *tracing.Span
-	Decision any
+	// Span is the request's span (nil when not traced); the table carries
+	// it and never looks.
+	Span *tracing.Span
+	// Throttle is the delay a policy put on this request, written into
+	// its response's throttle_time_ms.
+	Throttle time.Duration
+	// Amend, when set, rewrites the response before it is written (a
+	// produce whose refused partitions must be added back).
+	Amend func(frame []byte) []byte
 }

@@ -15,13 +15,13 @@ import (
 func TestFIFO(t *testing.T) {
 	tb := New(8)
 	start := time.Unix(1700000000, 0)
-	span, decision := &tracing.Span{}, "allow"
+	span, throttle := &tracing.Span{}, 250*time.Millisecond
 	var ids []int32
 	next := 0
 	push := func(n int) {
 		for ; n > 0; n-- {
 			id, err := tb.Push(Entry{Kind: Forwarded, APIKey: int16(next % 70), APIVersion: int16(next % 13),
-				ClientID: int32(1000 + next), Start: start.Add(time.Duration(next)), ReqBytes: next, Span: span, Decision: decision})
+				ClientID: int32(1000 + next), Start: start.Add(time.Duration(next)), ReqBytes: next, Span: span, Throttle: throttle})
 			if err != nil {
 				t.Fatalf("push %d: %v", next, err)
 			}
@@ -38,7 +38,7 @@ func TestFIFO(t *testing.T) {
 			}
 			if e.UpstreamID != ids[popped] || e.ClientID != int32(1000+popped) || e.APIKey != int16(popped%70) ||
 				e.APIVersion != int16(popped%13) || e.ReqBytes != popped || !e.Start.Equal(start.Add(time.Duration(popped))) ||
-				e.Span != span || e.Decision != decision || e.Kind != Forwarded {
+				e.Span != span || e.Throttle != throttle || e.Kind != Forwarded {
 				t.Fatalf("pop %d: got %+v", popped, e)
 			}
 			popped++

@@ -6,9 +6,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// APIKeyApiVersions and friends are the keys framing treats specially.
+// The API keys kproxy treats specially.
 const (
 	KeyProduce          int16 = 0
+	KeyFetch            int16 = 1
 	KeyApiVersions      int16 = 18
 	KeySaslHandshake    int16 = 17
 	KeySaslAuthenticate int16 = 36
@@ -99,4 +100,14 @@ func ResponseHeaderVersion(key, version int16) int8 {
 		return 1
 	}
 	return 0
+}
+
+// KeyForName returns the API key of a Kafka API name (as Name spells it).
+func KeyForName(name string) (int16, bool) {
+	for k := range apis {
+		if apis[k].known && apis[k].name == name {
+			return int16(k), true
+		}
+	}
+	return 0, false
 }

@@ -19,6 +19,7 @@ func (p *pair) closeOnError(side string, err error) {
 	var mismatch *correlate.MismatchError
 	var cw errClientWrite
 	var uw errUpstreamWrite
+	var pc errPolicyClose
 	m := p.s.m
 	switch {
 	case errors.As(err, &size):
@@ -35,6 +36,8 @@ func (p *pair) closeOnError(side string, err error) {
 	case errors.Is(err, framing.ErrMalformed):
 		m.protocolErrs.WithLabelValues("malformed_" + side).Inc()
 		p.close(side+" sent a malformed frame", err)
+	case errors.As(err, &pc):
+		p.close("policy: "+pc.Error(), err)
 	case errors.Is(err, errOverflow):
 		m.overflow.WithLabelValues(side).Inc()
 		p.close(side+" sent more than max_unread_bytes ahead", err)

@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/kproxy/kproxy/correlate"
+	"github.com/kproxy/kproxy/policy"
 	"github.com/kproxy/kproxy/tracing"
 )
 
@@ -31,6 +32,13 @@ type pair struct {
 	// ending holds the traced responses of the batch being written; their
 	// spans end once the batch is flushed. Used under wmu.
 	ending []ending
+
+	// Owned by the client handler: the policy state of this connection,
+	// the client id as a string (a client keeps one), and the time until
+	// which a throttle mutes the client (unix nanoseconds).
+	conn       policy.ConnState
+	clientID   string
+	mutedUntil int64
 
 	draining atomic.Bool
 	closed   atomic.Bool

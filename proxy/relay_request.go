@@ -2,13 +2,16 @@ package proxy
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"time"
 
 	"github.com/cloudwego/netpoll"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kproxy/kproxy/correlate"
 	"github.com/kproxy/kproxy/framing"
+	"github.com/kproxy/kproxy/policy"
 )
 
 // backpressurePoll is how often a client paused on a full in-flight table
@@ -32,6 +35,15 @@ func (p *pair) onClient(_ context.Context, c netpoll.Connection) error {
 			p.closeOnError("client", errOverflow)
 			return nil
 		}
+		if d := p.muted(time.Now()); d > 0 && !nextExempt(r) {
+			// Throttled: like a broker, stop reading this client until
+			// the delay has passed (heartbeats excepted).
+			time.Sleep(min(d, backpressurePoll))
+			if p.closed.Load() {
+				return nil
+			}
+			continue
+		}
 		if err := p.relayRequests(r); err != nil {
 			p.closeOnError("client", err)
 			return nil
@@ -53,6 +65,9 @@ func (p *pair) relayRequests(r netpoll.Reader) error {
 		if err = p.forward(frame, r, w); err != nil {
 			return err
 		}
+		if p.mutedUntil != 0 && p.muted(time.Now()) > 0 {
+			break // the rest waits out the throttle
+		}
 		n, whole, berr := framing.Buffered(r, max)
 		if !whole || berr != nil {
 			break // a size error is reported on the next call
@@ -69,7 +84,8 @@ func (p *pair) relayRequests(r netpoll.Reader) error {
 }
 
 // forward writes one request frame upstream, recording it in the table
-// unless it expects no response.
+// unless it expects no response, or answers it in the broker's place when a
+// policy refuses it.
 func (p *pair) forward(frame []byte, r netpoll.Reader, w netpoll.Writer) error {
 	p.bytesIn.Add(int64(len(frame)))
 	p.s.m.bytesIn.Add(float64(len(frame)))
@@ -88,10 +104,11 @@ func (p *pair) forward(frame []byte, r netpoll.Reader, w netpoll.Writer) error {
 	p.s.m.api(h.APIKey).requests.Inc()
 	e := correlate.Entry{Kind: correlate.Forwarded, APIKey: h.APIKey, APIVersion: h.APIVersion,
 		ClientID: h.CorrelationID, Start: time.Now(), ReqBytes: len(frame)}
+	body := framing.NewBody(h, frame)
 	if p.peer != nil {
-		body := framing.NewBody(h, frame)
 		e.Span = p.s.tracer.Start(p.peer, &body, p.table.NextID(), len(frame), e.Start)
 	}
+	noResponse := false
 	if h.BodyOffset > 0 {
 		switch h.APIKey {
 		case framing.KeyProduce:
@@ -100,16 +117,46 @@ func (p *pair) forward(frame []byte, r netpoll.Reader, w netpoll.Writer) error {
 				p.s.tracer.Fail(e.Span, "kproxy.malformed_request")
 				return err
 			}
-			if acks == 0 { // no response will come: no entry
-				_, err := w.WriteBinary(frame)
-				p.s.tracer.End(e.Span, h.APIKey, h.APIVersion, nil)
-				return err
-			}
+			noResponse = acks == 0
 		case framing.KeySaslHandshake:
 			if h.APIVersion == 0 {
 				e.SaslRounds = correlate.HandshakeRounds(frame[h.BodyOffset:])
 			}
 		}
+	}
+	if eng := p.s.policies.Load(); !eng.Empty() {
+		if p.clientID != string(h.ClientID) {
+			p.clientID = string(h.ClientID)
+		}
+		v := eng.Check(&policy.Request{Key: h.APIKey, Version: h.APIVersion, ClientID: p.clientID,
+			Bytes: len(frame), Body: &body, Topics: p.s.topics, Conn: &p.conn}, e.Start)
+		switch v.Outcome {
+		case policy.Reject:
+			e.Span.Policy(v.Rule, "reject", v.Reason)
+			if noResponse {
+				p.s.tracer.Fail(e.Span, "kproxy.policy_rejected")
+				return errPolicyClose{v}
+			}
+			if part := partial(&body, v); part != nil {
+				// Only some partitions are refused: the broker gets the
+				// rest, and the refused ones are added to its answer.
+				frame = policy.WithoutPartitions(frame, h, part, v.Partitions)
+				e.Amend = func(resp []byte) []byte {
+					return policy.WithRefusedPartitions(resp, h.APIVersion, v.Partitions, v.Code)
+				}
+				break
+			}
+			return p.answer(&body, e, v, r, w)
+		case policy.Throttle:
+			e.Span.Policy(v.Rule, "throttle", v.Reason)
+			e.Throttle = v.Delay
+			p.mutedUntil = e.Start.Add(v.Delay).UnixNano()
+		}
+	}
+	if noResponse { // acks=0: no response will come, so no entry
+		_, err := w.WriteBinary(frame)
+		p.s.tracer.End(e.Span, h.APIKey, h.APIVersion, nil)
+		return err
 	}
 	id, err := p.push(e, r, w)
 	if err != nil {
@@ -119,6 +166,82 @@ func (p *pair) forward(frame []byte, r netpoll.Reader, w netpoll.Writer) error {
 	framing.SetRequestCorrelationID(frame, id)
 	_, err = w.WriteBinary(frame)
 	return err
+}
+
+// answer queues kproxy's own error response to a refused request in the
+// request's place and writes it at once if nothing is ahead of it.
+func (p *pair) answer(body *framing.Body, e correlate.Entry, v policy.Verdict, r netpoll.Reader, w netpoll.Writer) error {
+	req, err := body.Request()
+	if err != nil || req == nil {
+		p.s.tracer.Fail(e.Span, "kproxy.policy_rejected")
+		return errPolicyClose{v} // a version kproxy cannot answer in
+	}
+	resp, ok := policy.ErrorResponse(req, v.Code)
+	if !ok {
+		p.s.tracer.Fail(e.Span, "kproxy.policy_rejected")
+		return errPolicyClose{v}
+	}
+	e.Kind, e.Response = correlate.Synthetic, policy.EncodeResponse(resp, e.ClientID)
+	if _, err := p.push(e, r, w); err != nil {
+		return err
+	}
+	p.log.Debug().Str("rule", v.Rule).Str("api", framing.Name(e.APIKey)).Int16("error_code", v.Code).Msg("request refused by policy")
+	p.wmu.Lock()
+	defer p.wmu.Unlock()
+	cw := p.client.Writer()
+	if err := p.writeSynthetic(cw); err != nil {
+		return err
+	}
+	if err := cw.Flush(); err != nil {
+		return errClientWrite{err}
+	}
+	p.endSpans()
+	return nil
+}
+
+// nextExempt reports whether the next buffered request is one a throttle
+// never holds back (a heartbeat).
+func nextExempt(r netpoll.Reader) bool {
+	if r.Len() < 6 {
+		return false
+	}
+	b, err := r.Peek(6)
+	return err == nil && policy.Exempt(int16(binary.BigEndian.Uint16(b[4:])))
+}
+
+// partial returns the produce request when a verdict refuses only some of
+// its partitions, or nil when the whole request is refused.
+func partial(body *framing.Body, v policy.Verdict) *kmsg.ProduceRequest {
+	if len(v.Partitions) == 0 {
+		return nil
+	}
+	req, _ := body.Request()
+	p, ok := req.(*kmsg.ProduceRequest)
+	if !ok {
+		return nil
+	}
+	n := 0
+	for _, t := range p.Topics {
+		n += len(t.Partitions)
+	}
+	if len(v.Partitions) >= n {
+		return nil
+	}
+	return p
+}
+
+// muted returns how long a throttle still holds this client.
+func (p *pair) muted(now time.Time) time.Duration {
+	return time.Duration(p.mutedUntil - now.UnixNano())
+}
+
+// errPolicyClose is a refusal that cannot be answered in-band (acks=0
+// produce, or an API version kproxy cannot build a response for): the
+// connection is closed, as a broker would.
+type errPolicyClose struct{ v policy.Verdict }
+
+func (e errPolicyClose) Error() string {
+	return "refused by policy rule " + e.v.Rule + " (" + e.v.Reason + ") and cannot be answered in-band"
 }
 
 // push records e, pausing this client while the table is full. What has

@@ -8,6 +8,7 @@ import (
 
 	"github.com/kproxy/kproxy/correlate"
 	"github.com/kproxy/kproxy/framing"
+	"github.com/kproxy/kproxy/policy"
 	"github.com/kproxy/kproxy/tracing"
 )
 
@@ -65,12 +66,18 @@ func (p *pair) relayResponses(r netpoll.Reader) error {
 	if err := w.Flush(); err != nil {
 		return errClientWrite{err}
 	}
+	p.endSpans()
+	return nil
+}
+
+// endSpans ends the spans of the responses just flushed. The caller holds
+// wmu.
+func (p *pair) endSpans() {
 	for _, x := range p.ending {
 		p.s.tracer.End(x.span, x.key, x.version, x.frame)
 	}
 	clear(p.ending)
 	p.ending = p.ending[:0]
-	return nil
 }
 
 // ending is a traced response written in the current batch.
@@ -90,6 +97,12 @@ func (p *pair) deliver(frame []byte, w netpoll.Writer) error {
 	p.s.m.inFlight.Dec()
 	if e.Kind != correlate.RawToken {
 		framing.SetResponseCorrelationID(frame, e.ClientID)
+		if e.Throttle > 0 {
+			frame = policy.WithThrottle(frame, e.APIKey, e.APIVersion, e.Throttle)
+		}
+		if e.Amend != nil {
+			frame = e.Amend(frame)
+		}
 		p.responses.Add(1)
 		a := p.s.m.api(e.APIKey)
 		a.responses.Inc()
@@ -97,7 +110,7 @@ func (p *pair) deliver(frame []byte, w netpoll.Writer) error {
 		if e.Span != nil {
 			p.ending = append(p.ending, ending{e.Span, e.APIKey, e.APIVersion, frame})
 		}
-		if e.APIKey == framing.KeyMetadata && p.peer != nil {
+		if e.APIKey == framing.KeyMetadata && p.s.readsTopics() {
 			p.s.topics.Learn(frame, e.APIVersion)
 		}
 	}
@@ -106,10 +119,21 @@ func (p *pair) deliver(frame []byte, w netpoll.Writer) error {
 	if _, err := w.WriteBinary(frame); err != nil {
 		return errClientWrite{err}
 	}
+	return p.writeSynthetic(w)
+}
+
+// writeSynthetic writes the responses kproxy made itself that are now at
+// the head of the table. The caller holds wmu and flushes.
+func (p *pair) writeSynthetic(w netpoll.Writer) error {
 	for s, ok := p.table.PopSynthetic(); ok; s, ok = p.table.PopSynthetic() {
 		p.s.m.inFlight.Dec()
+		p.responses.Add(1)
+		p.s.m.api(s.APIKey).responses.Inc()
 		if _, err := w.WriteBinary(s.Response); err != nil {
 			return errClientWrite{err}
+		}
+		if s.Span != nil {
+			p.ending = append(p.ending, ending{s.Span, s.APIKey, s.APIVersion, s.Response})
 		}
 	}
 	return nil

@@ -14,6 +14,7 @@ import (
 
 	"github.com/kproxy/kproxy/correlate"
 	"github.com/kproxy/kproxy/framing"
+	"github.com/kproxy/kproxy/policy"
 	"github.com/kproxy/kproxy/tracing"
 )
 
@@ -26,6 +27,8 @@ type Server struct {
 	m       *Metrics
 	tracer  *tracing.Tracer
 	topics  *framing.TopicIDs // learnt from Metadata when something reads topics
+
+	policies atomic.Pointer[policy.Engine]
 
 	ln       netpoll.Listener
 	loop     netpoll.EventLoop
@@ -57,6 +60,14 @@ func New(cfg Config, fr framing.Config, tc correlate.Config, log zerolog.Logger,
 	s.loop = loop
 	return s, nil
 }
+
+// SetPolicies puts a new rule set in force; live connections apply it from
+// their next request on.
+func (s *Server) SetPolicies(e *policy.Engine) { s.policies.Store(e) }
+
+// readsTopics reports whether anything needs topic names: the tracer, or a
+// rule set.
+func (s *Server) readsTopics() bool { return s.tracer.On() || !s.policies.Load().Empty() }
 
 // Listen binds the client port.
 func (s *Server) Listen() error {

@@ -147,7 +147,8 @@ func requestCases() []requestCase {
 		{"txn offset commit", txnCommit, wantFacts{topics: []string{"orders"}, partitions: 2, group: "tg"}},
 		{"offset fetch v7", offsetFetchV7, wantFacts{topics: []string{"orders"}, partitions: 3, group: "g7"}},
 		{"offset fetch v8 one group", offsetFetchV8, wantFacts{topics: []string{"audit"}, partitions: 1, partition: 4, group: "g8"}},
-		{"offset fetch v8 two groups", offsetFetchV8Two, wantFacts{}},
+		// No one group, but the topics of both are named.
+		{"offset fetch v8 two groups", offsetFetchV8Two, wantFacts{topics: []string{"audit"}, partitions: 2}},
 		{"offset delete", offsetDelete, wantFacts{topics: []string{"audit"}, partitions: 1, partition: 3, group: "dg"}},
 		{"add partitions v3", addV3, wantFacts{topics: []string{"orders"}, partitions: 2}},
 		{"add partitions v4", addV4, wantFacts{topics: []string{"orders", "audit"}, partitions: 2}},

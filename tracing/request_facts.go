@@ -18,18 +18,6 @@ type facts struct {
 	batches    [][]byte
 }
 
-// topic notes a topic name (empty for topic-id-only versions) and its
-// partitions.
-func (f *facts) topic(name string, partitions ...int32) {
-	if name != "" && !contains(f.topics, name) {
-		f.topics = append(f.topics, strings.Clone(name))
-	}
-	for _, p := range partitions {
-		f.partitions++
-		f.partition = p
-	}
-}
-
 func contains(s []string, v string) bool {
 	for _, x := range s {
 		if x == v {
@@ -44,80 +32,35 @@ func contains(s []string, v string) bool {
 // relayed, while the span is exported later.
 func requestFacts(req kmsg.Request, ids *framing.TopicIDs) facts {
 	var f facts
-	name := func(topic string, id [16]byte) string {
-		if topic == "" {
-			return ids.Name(id)
+	framing.EachTopic(req, ids, func(topic string, partition int32) bool {
+		if topic != "" && !contains(f.topics, topic) {
+			f.topics = append(f.topics, strings.Clone(topic))
 		}
-		return topic
-	}
+		if partition != framing.NoPartition {
+			f.partitions++
+			f.partition = partition
+		}
+		return true
+	})
 	switch r := req.(type) {
 	case *kmsg.ProduceRequest:
 		for _, t := range r.Topics {
 			for _, p := range t.Partitions {
-				f.topic(name(t.Topic, t.TopicID), p.Partition)
 				f.records += batchRecordCount(p.Records)
 				f.batches = append(f.batches, p.Records)
 			}
 		}
-	case *kmsg.FetchRequest:
-		for _, t := range r.Topics {
-			for _, p := range t.Partitions {
-				f.topic(name(t.Topic, t.TopicID), p.Partition)
-			}
-		}
-	case *kmsg.ListOffsetsRequest:
-		for _, t := range r.Topics {
-			for _, p := range t.Partitions {
-				f.topic(t.Topic, p.Partition)
-			}
-		}
-	case *kmsg.MetadataRequest:
-		for _, t := range r.Topics {
-			if t.Topic != nil {
-				f.topic(*t.Topic)
-			}
-		}
 	case *kmsg.OffsetCommitRequest:
 		f.group = r.Group
-		for _, t := range r.Topics {
-			for _, p := range t.Partitions {
-				f.topic(name(t.Topic, t.TopicID), p.Partition)
-			}
-		}
 	case *kmsg.TxnOffsetCommitRequest:
 		f.group = r.Group
-		for _, t := range r.Topics {
-			for _, p := range t.Partitions {
-				f.topic(t.Topic, p.Partition)
-			}
-		}
 	case *kmsg.OffsetFetchRequest:
 		f.group = r.Group
-		for _, t := range r.Topics {
-			f.topic(t.Topic, t.Partitions...)
-		}
 		if len(r.Groups) == 1 {
 			f.group = r.Groups[0].Group
-			for _, t := range r.Groups[0].Topics {
-				f.topic(t.Topic, t.Partitions...)
-			}
 		}
 	case *kmsg.OffsetDeleteRequest:
 		f.group = r.Group
-		for _, t := range r.Topics {
-			for _, p := range t.Partitions {
-				f.topic(t.Topic, p.Partition)
-			}
-		}
-	case *kmsg.AddPartitionsToTxnRequest:
-		for _, t := range r.Topics {
-			f.topic(t.Topic, t.Partitions...)
-		}
-		for _, tx := range r.Transactions {
-			for _, t := range tx.Topics {
-				f.topic(t.Topic, t.Partitions...)
-			}
-		}
 	case *kmsg.JoinGroupRequest:
 		f.group = r.Group
 	case *kmsg.SyncGroupRequest:
@@ -137,19 +80,6 @@ func requestFacts(req kmsg.Request, ids *framing.TopicIDs) facts {
 	case *kmsg.DeleteGroupsRequest:
 		if len(r.Groups) == 1 {
 			f.group = r.Groups[0]
-		}
-	case *kmsg.CreateTopicsRequest:
-		for _, t := range r.Topics {
-			f.topic(t.Topic)
-		}
-	case *kmsg.DeleteTopicsRequest:
-		for _, t := range r.TopicNames {
-			f.topic(t)
-		}
-		for _, t := range r.Topics {
-			if t.Topic != nil {
-				f.topic(*t.Topic)
-			}
 		}
 	}
 	f.group = strings.Clone(f.group)

@@ -78,11 +78,26 @@ func NewPeer(client, upstream string, ids *framing.TopicIDs) *Peer {
 // to the request's: one allocation of attributes instead of growing them
 // at each step, and nothing half-made if the pair never completes.
 type Span struct {
-	ctx   context.Context
-	name  string
-	start time.Time
-	attrs []attribute.KeyValue
-	links []trace.Link
+	ctx    context.Context
+	name   string
+	start  time.Time
+	attrs  []attribute.KeyValue
+	links  []trace.Link
+	events []event
+}
+
+// event is a policy decision to show on the span.
+type event struct {
+	at                   time.Time
+	rule, action, reason string
+}
+
+// Policy records a policy decision (throttled or rejected, by which rule,
+// why) as an event of the span; nil-safe.
+func (s *Span) Policy(rule, action, reason string) {
+	if s != nil {
+		s.events = append(s.events, event{time.Now(), rule, action, reason})
+	}
 }
 
 // respAttrs is how many attributes End may add.
@@ -208,6 +223,12 @@ func (t *Tracer) emit(s *Span, failure string) {
 	_, span := t.tr.Start(s.ctx, s.name, opts[:n]...)
 	if failure != "" {
 		span.SetStatus(codes.Error, failure)
+	}
+	for _, e := range s.events {
+		span.AddEvent("kproxy.policy", trace.WithTimestamp(e.at), trace.WithAttributes(
+			attribute.String("kproxy.policy.rule", e.rule),
+			attribute.String("kproxy.policy.action", e.action),
+			attribute.String("kproxy.policy.reason", e.reason)))
 	}
 	span.End()
 	t.m.ended.Inc()

@@ -20,6 +20,11 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	if o.config != "" {
+		stop := make(chan struct{})
+		defer close(stop)
+		go s.watchConfig(o.config, o.load, stop)
+	}
 	s.waitSignal(nil)
 	return nil
 }

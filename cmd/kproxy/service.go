@@ -14,6 +14,7 @@ import (
 	"github.com/kproxy/kproxy/admin"
 	"github.com/kproxy/kproxy/config"
 	"github.com/kproxy/kproxy/logging"
+	"github.com/kproxy/kproxy/policy"
 	"github.com/kproxy/kproxy/proxy"
 	"github.com/kproxy/kproxy/tracing"
 )
@@ -25,6 +26,8 @@ type service struct {
 	proxy  *proxy.Server
 	admin  *admin.Server
 	tracer *tracing.Tracer
+	pm     *policy.Metrics
+	reg    *prometheus.Registry
 }
 
 // start binds the client and admin ports and starts serving.
@@ -43,7 +46,9 @@ func start(cfg config.File) (*service, error) {
 	if err := srv.Listen(); err != nil {
 		return nil, err
 	}
-	s := &service{cfg: cfg, log: log, proxy: srv, tracer: tracer}
+	pm := policy.NewMetrics(reg)
+	srv.SetPolicies(policy.New(cfg.Policies, pm))
+	s := &service{cfg: cfg, log: log, proxy: srv, tracer: tracer, pm: pm, reg: reg}
 	if tracer.On() {
 		log.Info().Msg("tracing on: one span per request/response pair, exported over OTLP")
 	}

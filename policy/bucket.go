@@ -1,0 +1,58 @@
+package policy
+
+import (
+	"sync"
+	"time"
+)
+
+// bucket is a token bucket that, like a Kafka quota, never refuses: a
+// request takes its tokens even when that puts the bucket in debt, and the
+// debt is the time the client must wait. (x/time/rate refuses a request
+// larger than its burst, which a quota must not do.)
+type bucket struct {
+	mu     sync.Mutex
+	rate   float64 // tokens per second
+	burst  float64 // most tokens saved up: one second's worth
+	tokens float64
+	last   time.Time
+}
+
+func newBucket(rate float64, now time.Time) *bucket {
+	return &bucket{rate: rate, burst: rate, tokens: rate, last: now}
+}
+
+// take charges n tokens at now and returns how long the client must wait
+// for the bucket to be out of debt (0 when it is not in debt).
+func (b *bucket) take(n float64, now time.Time) time.Duration {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.refill(now)
+	b.tokens -= n
+	return b.debt()
+}
+
+// peek returns the wait that taking n tokens would cause, without taking
+// them: a rejected request costs nothing.
+func (b *bucket) peek(n float64, now time.Time) time.Duration {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.refill(now)
+	if b.tokens-n >= 0 {
+		return 0
+	}
+	return time.Duration((n - b.tokens) / b.rate * float64(time.Second))
+}
+
+func (b *bucket) refill(now time.Time) {
+	if dt := now.Sub(b.last).Seconds(); dt > 0 {
+		b.tokens = min(b.burst, b.tokens+dt*b.rate)
+		b.last = now
+	}
+}
+
+func (b *bucket) debt() time.Duration {
+	if b.tokens >= 0 {
+		return 0
+	}
+	return time.Duration(-b.tokens / b.rate * float64(time.Second))
+}

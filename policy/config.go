@@ -1,0 +1,121 @@
+package policy
+
+import (
+	"fmt"
+	"path"
+
+	"github.com/kproxy/kproxy/framing"
+	"github.com/kproxy/kproxy/internal/fielderr"
+)
+
+// Config is the `policies:` section of kproxy.yaml: rules checked in order
+// against every request.
+type Config struct {
+	Rules []Rule `yaml:"rules"`
+}
+
+// Rule selects requests and says what to do with them.
+type Rule struct {
+	// Name identifies the rule in logs, metrics and span events.
+	Name string `yaml:"name"`
+	// Match selects the requests the rule applies to; empty matches all.
+	Match Selector `yaml:"match"`
+	// Limits, when set, make the rule act only on requests over them; a
+	// rule with no limits acts on every request it matches (an access
+	// rule).
+	Limits Limits `yaml:"limits"`
+	// Action is reject (answer with a Kafka error, never forward),
+	// throttle (forward, then delay the client the way a broker quota
+	// does) or log (record what would have happened).
+	Action string `yaml:"action"`
+}
+
+// Selector matches requests. Every field set must match.
+type Selector struct {
+	// ClientID is an exact client.id or a glob ("app-*").
+	ClientID string `yaml:"client_id"`
+	// APIs are Kafka API names (Produce, Fetch, DeleteTopics, CreateAcls).
+	APIs []string `yaml:"apis"`
+	// Topics are topic globs; a request matches when any topic it names
+	// matches. Topic rules decode the request body (once, shared with the
+	// tracer).
+	Topics []string `yaml:"topics"`
+}
+
+// Limits make a rule act only on requests over them.
+type Limits struct {
+	// MaxRequestBytes bounds the whole request frame.
+	MaxRequestBytes int `yaml:"max_request_bytes"`
+	// MaxBatchBytes and MaxBatchRecords bound each partition's batch in a
+	// Produce: the partitions over them are refused with MESSAGE_TOO_LARGE
+	// and the others still go to the broker.
+	MaxBatchBytes   int `yaml:"max_batch_bytes"`
+	MaxBatchRecords int `yaml:"max_batch_records"`
+	// RequestsPerSecond and BytesPerSecond are token buckets holding one
+	// second's worth.
+	RequestsPerSecond float64 `yaml:"requests_per_second"`
+	BytesPerSecond    float64 `yaml:"bytes_per_second"`
+	// Key says whose traffic a bucket counts: client_id (default),
+	// connection, or rule (all matching traffic together).
+	Key string `yaml:"key"`
+}
+
+// Actions.
+const (
+	ActionReject   = "reject"
+	ActionThrottle = "throttle"
+	ActionLog      = "log"
+)
+
+// Defaults returns the section as used when kproxy.yaml leaves it out.
+func Defaults() Config { return Config{} }
+
+// Validate reports the first invalid field, with its path in the section.
+func (c Config) Validate() error {
+	seen := map[string]bool{}
+	for i, r := range c.Rules {
+		at := fmt.Sprintf("rules.%d.", i)
+		switch {
+		case r.Name == "":
+			return fielderr.New(at+"name", "is required")
+		case seen[r.Name]:
+			return fielderr.New(at+"name", fmt.Sprintf("%q is used by an earlier rule", r.Name))
+		case r.Action != ActionReject && r.Action != ActionThrottle && r.Action != ActionLog:
+			return fielderr.New(at+"action", "must be reject, throttle or log")
+		case r.Limits.RequestsPerSecond < 0 || r.Limits.BytesPerSecond < 0:
+			return fielderr.New(at+"limits", "rates must not be negative")
+		case r.Limits.MaxRequestBytes < 0 || r.Limits.MaxBatchBytes < 0 || r.Limits.MaxBatchRecords < 0:
+			return fielderr.New(at+"limits", "sizes must not be negative")
+		case r.Action == ActionThrottle && !r.Limits.rates():
+			return fielderr.New(at+"action", "throttle needs a rate in limits")
+		case r.Limits.rates() && r.Limits.sizes():
+			return fielderr.New(at+"limits", "put rates and sizes in separate rules")
+		}
+		switch r.Limits.Key {
+		case "", "client_id", "connection", "rule":
+		default:
+			return fielderr.New(at+"limits.key", "must be client_id, connection or rule")
+		}
+		if _, err := path.Match(r.Match.ClientID, ""); err != nil {
+			return fielderr.New(at+"match.client_id", "bad glob: "+err.Error())
+		}
+		for j, api := range r.Match.APIs {
+			if _, ok := framing.KeyForName(api); !ok {
+				return fielderr.New(fmt.Sprintf("%smatch.apis.%d", at, j), fmt.Sprintf("unknown Kafka API %q", api))
+			}
+		}
+		for j, t := range r.Match.Topics {
+			if _, err := path.Match(t, ""); err != nil {
+				return fielderr.New(fmt.Sprintf("%smatch.topics.%d", at, j), "bad glob: "+err.Error())
+			}
+		}
+		seen[r.Name] = true
+	}
+	return nil
+}
+
+func (l Limits) any() bool   { return l.rates() || l.sizes() }
+func (l Limits) rates() bool { return l.RequestsPerSecond > 0 || l.BytesPerSecond > 0 }
+func (l Limits) sizes() bool {
+	return l.MaxRequestBytes > 0 || l.MaxBatchBytes > 0 || l.MaxBatchRecords > 0
+}

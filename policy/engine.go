@@ -1,0 +1,359 @@
+package policy
+
+import (
+	"path"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kproxy/kproxy/framing"
+)
+
+// Kafka error codes a refusal uses.
+const (
+	codeTopicAuthorization   int16 = 29 // TOPIC_AUTHORIZATION_FAILED
+	codeClusterAuthorization int16 = 31 // CLUSTER_AUTHORIZATION_FAILED
+	codePolicyViolation      int16 = 44 // POLICY_VIOLATION
+	codeThrottlingQuota      int16 = 89 // THROTTLING_QUOTA_EXCEEDED
+)
+
+// Outcome is what the relay does with a request.
+type Outcome uint8
+
+const (
+	// Pass: relay as usual.
+	Pass Outcome = iota
+	// Throttle: relay, then set the response's throttle_time_ms to Delay
+	// and hold the client's next requests until Delay has passed.
+	Throttle
+	// Reject: answer with an error response carrying Code; never forward.
+	Reject
+)
+
+// Verdict is the decision for one request.
+type Verdict struct {
+	Outcome Outcome
+	Code    int16
+	Delay   time.Duration
+	Rule    string // the rule that decided; "" for Pass
+	Reason  string // why, for the log and the span event
+	// Partitions, when set on a Reject of a Produce, are the only ones
+	// refused: the rest of the request still goes to the broker.
+	Partitions []Partition
+}
+
+// Request is what the engine sees of a request.
+type Request struct {
+	Key, Version int16
+	ClientID     string // the pair caches it; no allocation per request
+	Bytes        int
+	Body         *framing.Body // decoded only if a topic rule needs it
+	Topics       *framing.TopicIDs
+	Conn         *ConnState
+}
+
+// ConnState holds one client connection's per-connection buckets.
+type ConnState struct {
+	mu      sync.Mutex
+	buckets map[*rule][2]*bucket
+}
+
+// Engine is a compiled, immutable set of rules plus their buckets. A
+// reload builds a new Engine; live connections pick it up on their next
+// request.
+type Engine struct {
+	rules []*rule
+}
+
+type rule struct {
+	Rule
+	apis    [framing.MaxKey + 1]bool
+	anyAPI  bool
+	exactID bool
+	m       ruleMetrics
+
+	mu     sync.Mutex
+	shared [2]*bucket            // key: rule
+	byID   map[string][2]*bucket // key: client_id
+}
+
+type ruleMetrics struct {
+	matched, throttled, rejected, logged prometheus.Counter
+	delay                                prometheus.Counter
+}
+
+// Metrics are the per-rule counters, registered once and shared by every
+// Engine a reload builds.
+type Metrics struct {
+	matched, throttled, rejected, logged, delay *prometheus.CounterVec
+}
+
+// NewMetrics registers the policy counters with reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	v := func(name, help string) *prometheus.CounterVec {
+		c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, []string{"rule"})
+		reg.MustRegister(c)
+		return c
+	}
+	return &Metrics{
+		matched:   v("kproxy_policy_matched_total", "Requests a rule's selector matched."),
+		throttled: v("kproxy_policy_throttled_total", "Requests throttled by a rule."),
+		rejected:  v("kproxy_policy_rejected_total", "Requests refused by a rule."),
+		logged:    v("kproxy_policy_logged_total", "Requests a log-only rule would have acted on."),
+		delay:     v("kproxy_policy_throttle_seconds_total", "Throttle time handed out by a rule."),
+	}
+}
+
+// New compiles a validated Config.
+func New(c Config, m *Metrics) *Engine {
+	e := &Engine{}
+	for _, r := range c.Rules {
+		cr := &rule{Rule: r, anyAPI: len(r.Match.APIs) == 0, byID: map[string][2]*bucket{}}
+		for _, name := range r.Match.APIs {
+			k, _ := framing.KeyForName(name)
+			cr.apis[k] = true
+		}
+		cr.exactID = r.Match.ClientID != "" && !hasMeta(r.Match.ClientID)
+		cr.m = ruleMetrics{m.matched.WithLabelValues(r.Name), m.throttled.WithLabelValues(r.Name),
+			m.rejected.WithLabelValues(r.Name), m.logged.WithLabelValues(r.Name), m.delay.WithLabelValues(r.Name)}
+		e.rules = append(e.rules, cr)
+	}
+	return e
+}
+
+// Empty reports whether there are no rules, so the relay can skip Check.
+func (e *Engine) Empty() bool { return e == nil || len(e.rules) == 0 }
+
+// Check decides what to do with a request. Rules are checked in order; the
+// first that rejects decides; throttle delays from several rules give the
+// longest; log rules only count and report.
+func (e *Engine) Check(r *Request, now time.Time) Verdict {
+	var v Verdict
+	for _, ru := range e.rules {
+		if !ru.selects(r) {
+			continue
+		}
+		ru.m.matched.Inc()
+		act, delay, reason := ru.limit(r, now)
+		if !act {
+			continue
+		}
+		var parts []Partition
+		if ru.Limits.MaxBatchBytes > 0 || ru.Limits.MaxBatchRecords > 0 {
+			if parts = ru.oversize(r); len(parts) == 0 {
+				continue
+			}
+		}
+		switch {
+		case ru.Action == ActionLog:
+			ru.m.logged.Inc()
+		case ru.Action == ActionReject && ru.Limits.rates() && r.Key == framing.KeyFetch:
+			// A Java consumer fails on POLICY_VIOLATION: over a rate,
+			// Fetch is throttled instead.
+			if delay > v.Delay {
+				v = Verdict{Outcome: Throttle, Delay: delay, Rule: ru.Name, Reason: reason}
+			}
+		case ru.Action == ActionReject && !(ru.Limits.rates() && Exempt(r.Key)):
+			ru.m.rejected.Inc()
+			return Verdict{Outcome: Reject, Code: refusalCode(ru, r), Rule: ru.Name, Reason: reason, Partitions: parts}
+		case ru.Action == ActionThrottle && delay > v.Delay && !Exempt(r.Key):
+			v = Verdict{Outcome: Throttle, Delay: delay, Rule: ru.Name, Reason: reason}
+		}
+	}
+	if v.Outcome == Throttle {
+		e.rule(v.Rule).m.throttled.Inc()
+		e.rule(v.Rule).m.delay.Add(v.Delay.Seconds())
+	}
+	return v
+}
+
+func (e *Engine) rule(name string) *rule {
+	for _, r := range e.rules {
+		if r.Name == name {
+			return r
+		}
+	}
+	return nil
+}
+
+// Exempt APIs are never delayed or refused by a rate: a late heartbeat
+// costs the consumer its group membership.
+func Exempt(key int16) bool { return key == 12 || key == 68 } // Heartbeat, ConsumerGroupHeartbeat
+
+// selects reports whether a rule's selector matches the request.
+func (ru *rule) selects(r *Request) bool {
+	if !ru.anyAPI && (r.Key < 0 || int(r.Key) >= len(ru.apis) || !ru.apis[r.Key]) {
+		return false
+	}
+	if id := ru.Match.ClientID; id != "" {
+		if ru.exactID {
+			if r.ClientID != id {
+				return false
+			}
+		} else if ok, _ := path.Match(id, r.ClientID); !ok {
+			return false
+		}
+	}
+	if len(ru.Match.Topics) > 0 {
+		return ru.matchesTopic(r)
+	}
+	return true
+}
+
+func (ru *rule) matchesTopic(r *Request) bool {
+	req, err := r.Body.Request()
+	if err != nil || req == nil {
+		return false
+	}
+	found := false
+	framing.EachTopic(req, r.Topics, func(topic string, _ int32) bool {
+		for _, g := range ru.Match.Topics {
+			if ok, _ := path.Match(g, topic); ok {
+				found = true
+				return false
+			}
+		}
+		return true
+	})
+	return found
+}
+
+// limit says whether the rule acts on the request (always, for a rule with
+// no limits) and for how long a throttle would hold the client.
+func (ru *rule) limit(r *Request, now time.Time) (act bool, delay time.Duration, reason string) {
+	if !ru.Limits.any() {
+		return true, 0, "denied by rule " + ru.Name
+	}
+	if l := ru.Limits; l.sizes() {
+		switch {
+		case l.MaxRequestBytes > 0 && r.Bytes > l.MaxRequestBytes && r.Key != framing.KeyFetch:
+			return true, 0, "request over max_request_bytes of rule " + ru.Name
+		case (l.MaxBatchBytes > 0 || l.MaxBatchRecords > 0) && r.Key == framing.KeyProduce:
+			return true, 0, "batch over the size limits of rule " + ru.Name // Check narrows to the partitions
+		}
+		return false, 0, ""
+	}
+	b := ru.buckets(r, now)
+	take := func(bk *bucket, n float64) time.Duration {
+		if ru.Action == ActionReject {
+			if d := bk.peek(n, now); d > 0 {
+				return d
+			}
+		}
+		return bk.take(n, now)
+	}
+	var d time.Duration
+	if b[0] != nil {
+		d = max(d, take(b[0], 1))
+	}
+	if b[1] != nil {
+		d = max(d, take(b[1], float64(r.Bytes)))
+	}
+	if d == 0 {
+		return false, 0, ""
+	}
+	return true, d, "over the rate of rule " + ru.Name
+}
+
+// oversize returns the partitions of a produce over the rule's batch
+// limits.
+func (ru *rule) oversize(r *Request) []Partition {
+	req, err := r.Body.Request()
+	if err != nil || req == nil {
+		return nil
+	}
+	p, ok := req.(*kmsg.ProduceRequest)
+	if !ok {
+		return nil
+	}
+	return oversizePartitions(p, ru.Limits)
+}
+
+// buckets returns the request-rate and byte-rate buckets this request
+// counts against.
+func (ru *rule) buckets(r *Request, now time.Time) [2]*bucket {
+	mk := func() [2]*bucket {
+		var b [2]*bucket
+		if ru.Limits.RequestsPerSecond > 0 {
+			b[0] = newBucket(ru.Limits.RequestsPerSecond, now)
+		}
+		if ru.Limits.BytesPerSecond > 0 {
+			b[1] = newBucket(ru.Limits.BytesPerSecond, now)
+		}
+		return b
+	}
+	switch ru.Limits.Key {
+	case "connection":
+		c := r.Conn
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.buckets == nil {
+			c.buckets = map[*rule][2]*bucket{}
+		}
+		b, ok := c.buckets[ru]
+		if !ok {
+			b = mk()
+			c.buckets[ru] = b
+		}
+		return b
+	case "rule":
+		ru.mu.Lock()
+		defer ru.mu.Unlock()
+		if ru.shared == ([2]*bucket{}) {
+			ru.shared = mk()
+		}
+		return ru.shared
+	default:
+		ru.mu.Lock()
+		defer ru.mu.Unlock()
+		b, ok := ru.byID[r.ClientID]
+		if !ok {
+			b = mk()
+			ru.byID[r.ClientID] = b
+		}
+		return b
+	}
+}
+
+// refusalCode is the Kafka error a refused request gets: authorization
+// errors for access rules, a quota error for topic-creation APIs over a
+// rate, POLICY_VIOLATION otherwise.
+func refusalCode(ru *rule, r *Request) int16 {
+	if ru.Limits.sizes() {
+		if r.Key == framing.KeyProduce {
+			return codeMessageTooLarge
+		}
+		return codePolicyViolation
+	}
+	if !ru.Limits.any() {
+		if len(ru.Match.Topics) > 0 {
+			return codeTopicAuthorization
+		}
+		if req, _ := r.Body.Request(); req != nil && hasTopics(req, r.Topics) {
+			return codeTopicAuthorization
+		}
+		return codeClusterAuthorization
+	}
+	switch r.Key {
+	case 19, 20, 37: // CreateTopics, DeleteTopics, CreatePartitions
+		return codeThrottlingQuota
+	}
+	return codePolicyViolation
+}
+
+func hasTopics(req kmsg.Request, ids *framing.TopicIDs) bool {
+	named := false
+	framing.EachTopic(req, ids, func(string, int32) bool { named = true; return false })
+	return named
+}
+
+func hasMeta(s string) bool {
+	for _, c := range s {
+		if c == '*' || c == '?' || c == '[' || c == '\\' {
+			return true
+		}
+	}
+	return false
+}
