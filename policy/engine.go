@@ -2,6 +2,7 @@ package policy
 
 import (
 	"path"
+	"strings"
 	"sync"
 	"time"
 
@@ -49,7 +50,6 @@ type Request struct {
 	Key, Version int16
 	ClientID     string // the pair caches it; no allocation per request
 	Bytes        int
-	Body         *framing.Body // decoded only if a topic rule needs it
 	Topics       *framing.TopicIDs
 	Conn         *ConnState
 }
@@ -129,10 +129,14 @@ func (e *Engine) Empty() bool { return e == nil || len(e.rules) == 0 }
 // Check decides what to do with a request. Rules are checked in order; the
 // first that rejects decides; throttle delays from several rules give the
 // longest; log rules only count and report.
-func (e *Engine) Check(r *Request, now time.Time) Verdict {
+//
+// body is the request's lazily decoded body, decoded only if a rule needs
+// topics or partitions. It is a parameter of its own, not a field of
+// Request, so that it can stay on the caller's stack.
+func (e *Engine) Check(r *Request, body *framing.Body, now time.Time) Verdict {
 	var v Verdict
 	for _, ru := range e.rules {
-		if !ru.selects(r) {
+		if !ru.selects(r, body) {
 			continue
 		}
 		ru.m.matched.Inc()
@@ -142,7 +146,7 @@ func (e *Engine) Check(r *Request, now time.Time) Verdict {
 		}
 		var parts []Partition
 		if ru.Limits.MaxBatchBytes > 0 || ru.Limits.MaxBatchRecords > 0 {
-			if parts = ru.oversize(r); len(parts) == 0 {
+			if parts = ru.oversize(body); len(parts) == 0 {
 				continue
 			}
 		}
@@ -157,7 +161,7 @@ func (e *Engine) Check(r *Request, now time.Time) Verdict {
 			}
 		case ru.Action == ActionReject && !(ru.Limits.rates() && Exempt(r.Key)):
 			ru.m.rejected.Inc()
-			return Verdict{Outcome: Reject, Code: refusalCode(ru, r), Rule: ru.Name, Reason: reason, Partitions: parts}
+			return Verdict{Outcome: Reject, Code: refusalCode(ru, r, body), Rule: ru.Name, Reason: reason, Partitions: parts}
 		case ru.Action == ActionThrottle && delay > v.Delay && !Exempt(r.Key):
 			v = Verdict{Outcome: Throttle, Delay: delay, Rule: ru.Name, Reason: reason}
 		}
@@ -183,7 +187,7 @@ func (e *Engine) rule(name string) *rule {
 func Exempt(key int16) bool { return key == 12 || key == 68 } // Heartbeat, ConsumerGroupHeartbeat
 
 // selects reports whether a rule's selector matches the request.
-func (ru *rule) selects(r *Request) bool {
+func (ru *rule) selects(r *Request, body *framing.Body) bool {
 	if !ru.anyAPI && (r.Key < 0 || int(r.Key) >= len(ru.apis) || !ru.apis[r.Key]) {
 		return false
 	}
@@ -197,13 +201,13 @@ func (ru *rule) selects(r *Request) bool {
 		}
 	}
 	if len(ru.Match.Topics) > 0 {
-		return ru.matchesTopic(r)
+		return ru.matchesTopic(r, body)
 	}
 	return true
 }
 
-func (ru *rule) matchesTopic(r *Request) bool {
-	req, err := r.Body.Request()
+func (ru *rule) matchesTopic(r *Request, body *framing.Body) bool {
+	req, err := body.Request()
 	if err != nil || req == nil {
 		return false
 	}
@@ -259,8 +263,8 @@ func (ru *rule) limit(r *Request, now time.Time) (act bool, delay time.Duration,
 
 // oversize returns the partitions of a produce over the rule's batch
 // limits.
-func (ru *rule) oversize(r *Request) []Partition {
-	req, err := r.Body.Request()
+func (ru *rule) oversize(body *framing.Body) []Partition {
+	req, err := body.Request()
 	if err != nil || req == nil {
 		return nil
 	}
@@ -311,7 +315,7 @@ func (ru *rule) buckets(r *Request, now time.Time) [2]*bucket {
 		b, ok := ru.byID[r.ClientID]
 		if !ok {
 			b = mk()
-			ru.byID[r.ClientID] = b
+			ru.byID[strings.Clone(r.ClientID)] = b
 		}
 		return b
 	}
@@ -320,7 +324,7 @@ func (ru *rule) buckets(r *Request, now time.Time) [2]*bucket {
 // refusalCode is the Kafka error a refused request gets: authorization
 // errors for access rules, a quota error for topic-creation APIs over a
 // rate, POLICY_VIOLATION otherwise.
-func refusalCode(ru *rule, r *Request) int16 {
+func refusalCode(ru *rule, r *Request, body *framing.Body) int16 {
 	if ru.Limits.sizes() {
 		if r.Key == framing.KeyProduce {
 			return codeMessageTooLarge
@@ -331,7 +335,7 @@ func refusalCode(ru *rule, r *Request) int16 {
 		if len(ru.Match.Topics) > 0 {
 			return codeTopicAuthorization
 		}
-		if req, _ := r.Body.Request(); req != nil && hasTopics(req, r.Topics) {
+		if req, _ := body.Request(); req != nil && hasTopics(req, r.Topics) {
 			return codeTopicAuthorization
 		}
 		return codeClusterAuthorization

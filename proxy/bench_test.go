@@ -12,6 +12,7 @@ import (
 
 	"github.com/kproxy/kproxy/correlate"
 	"github.com/kproxy/kproxy/framing"
+	"github.com/kproxy/kproxy/policy"
 	"github.com/kproxy/kproxy/tracing"
 )
 
@@ -72,13 +73,15 @@ func produceLike(size int) []byte {
 }
 
 func benchRelay(b *testing.B, reqSize, respSize, window int) {
-	benchRelayTraced(b, nil, reqSize, respSize, window)
+	benchRelayWith(b, nil, nil, reqSize, respSize, window)
 }
 
-func benchRelayTraced(b *testing.B, tr *tracing.Tracer, reqSize, respSize, window int) {
+// benchRelayWith runs the relay benchmark with a tracer and rules.
+func benchRelayWith(b *testing.B, tr *tracing.Tracer, rules *policy.Engine, reqSize, respSize, window int) {
 	env := startTracedProxy(b, nullUpstream(b, respSize), tr, func(_ *Config, _ *framing.Config, cc *correlate.Config) {
 		cc.MaxInFlight = max(window, 1)
 	})
+	env.srv.SetPolicies(rules)
 	c, err := net.Dial("tcp", env.addr)
 	if err != nil {
 		b.Fatal(err)
@@ -145,7 +148,17 @@ func BenchmarkRelayTracing(b *testing.B) {
 				}
 				defer tr.Shutdown(context.Background())
 			}
-			benchRelayTraced(b, tr, 100, 100, 64)
+			benchRelayWith(b, tr, nil, 100, 100, 64)
 		})
 	}
+}
+
+// Header-only rules on the relay: an access rule that does not match and a
+// rate rule that never fires, checked for every request.
+func BenchmarkRelayPolicies(b *testing.B) {
+	rules := policy.New(policy.Config{Rules: []policy.Rule{
+		{Name: "no-deletes", Match: policy.Selector{ClientID: "app-*", APIs: []string{"DeleteTopics"}}, Action: policy.ActionReject},
+		{Name: "rate", Match: policy.Selector{APIs: []string{"Produce"}}, Limits: policy.Limits{RequestsPerSecond: 1e9}, Action: policy.ActionThrottle},
+	}}, policy.NewMetrics(prometheus.NewRegistry()))
+	benchRelayWith(b, nil, rules, 100, 100, 64)
 }

@@ -129,7 +129,7 @@ func (p *pair) forward(frame []byte, r netpoll.Reader, w netpoll.Writer) error {
 			p.clientID = string(h.ClientID)
 		}
 		v := eng.Check(&policy.Request{Key: h.APIKey, Version: h.APIVersion, ClientID: p.clientID,
-			Bytes: len(frame), Body: &body, Topics: p.s.topics, Conn: &p.conn}, e.Start)
+			Bytes: len(frame), Topics: p.s.topics, Conn: &p.conn}, &body, e.Start)
 		switch v.Outcome {
 		case policy.Reject:
 			e.Span.Policy(v.Rule, "reject", v.Reason)
