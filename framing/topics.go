@@ -128,7 +128,11 @@ func EachTopic(req kmsg.Request, ids *TopicIDs, fn func(topic string, partition 
 			}
 		}
 		for _, t := range r.Topics {
-			if t.Topic != nil && !fn(*t.Topic, NoPartition) {
+			topic := ""
+			if t.Topic != nil {
+				topic = *t.Topic
+			}
+			if topic = name(topic, t.TopicID); topic != "" && !fn(topic, NoPartition) {
 				return
 			}
 		}

@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"path"
 	"strings"
 	"sync"
 	"time"
@@ -12,9 +11,13 @@ import (
 	"github.com/kproxy/kproxy/framing"
 )
 
+// maxClientBuckets bounds the per-client-id buckets of one rule.
+const maxClientBuckets = 100_000
+
 // Kafka error codes a refusal uses.
 const (
 	codeTopicAuthorization   int16 = 29 // TOPIC_AUTHORIZATION_FAILED
+	codeGroupAuthorization   int16 = 30 // GROUP_AUTHORIZATION_FAILED
 	codeClusterAuthorization int16 = 31 // CLUSTER_AUTHORIZATION_FAILED
 	codePolicyViolation      int16 = 44 // POLICY_VIOLATION
 	codeThrottlingQuota      int16 = 89 // THROTTLING_QUOTA_EXCEEDED
@@ -57,6 +60,7 @@ type Request struct {
 // ConnState holds one client connection's per-connection buckets.
 type ConnState struct {
 	mu      sync.Mutex
+	engine  *Engine // the rule set the buckets belong to
 	buckets map[*rule][2]*bucket
 }
 
@@ -69,10 +73,12 @@ type Engine struct {
 
 type rule struct {
 	Rule
-	apis    [framing.MaxKey + 1]bool
-	anyAPI  bool
-	exactID bool
-	m       ruleMetrics
+	engine   *Engine
+	apis     [framing.MaxKey + 1]bool
+	anyAPI   bool
+	clientID glob
+	topics   []glob
+	m        ruleMetrics
 
 	mu     sync.Mutex
 	shared [2]*bucket            // key: rule
@@ -110,12 +116,15 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 func New(c Config, m *Metrics) *Engine {
 	e := &Engine{}
 	for _, r := range c.Rules {
-		cr := &rule{Rule: r, anyAPI: len(r.Match.APIs) == 0, byID: map[string][2]*bucket{}}
+		cr := &rule{Rule: r, engine: e, anyAPI: len(r.Match.APIs) == 0, byID: map[string][2]*bucket{}}
 		for _, name := range r.Match.APIs {
 			k, _ := framing.KeyForName(name)
 			cr.apis[k] = true
 		}
-		cr.exactID = r.Match.ClientID != "" && !hasMeta(r.Match.ClientID)
+		cr.clientID = compileGlob(r.Match.ClientID)
+		for _, t := range r.Match.Topics {
+			cr.topics = append(cr.topics, compileGlob(t))
+		}
 		cr.m = ruleMetrics{m.matched.WithLabelValues(r.Name), m.throttled.WithLabelValues(r.Name),
 			m.rejected.WithLabelValues(r.Name), m.logged.WithLabelValues(r.Name), m.delay.WithLabelValues(r.Name)}
 		e.rules = append(e.rules, cr)
@@ -149,6 +158,9 @@ func (e *Engine) Check(r *Request, body *framing.Body, now time.Time) Verdict {
 			if parts = ru.oversize(body); len(parts) == 0 {
 				continue
 			}
+		} else if len(ru.topics) > 0 && !ru.Limits.any() && r.Key == framing.KeyProduce {
+			// Like a broker's ACLs: refuse the denied topics only.
+			parts = ru.deniedPartitions(r, body)
 		}
 		switch {
 		case ru.Action == ActionLog:
@@ -191,14 +203,8 @@ func (ru *rule) selects(r *Request, body *framing.Body) bool {
 	if !ru.anyAPI && (r.Key < 0 || int(r.Key) >= len(ru.apis) || !ru.apis[r.Key]) {
 		return false
 	}
-	if id := ru.Match.ClientID; id != "" {
-		if ru.exactID {
-			if r.ClientID != id {
-				return false
-			}
-		} else if ok, _ := path.Match(id, r.ClientID); !ok {
-			return false
-		}
+	if ru.Match.ClientID != "" && !ru.clientID.match(r.ClientID) {
+		return false
 	}
 	if len(ru.Match.Topics) > 0 {
 		return ru.matchesTopic(r, body)
@@ -213,8 +219,8 @@ func (ru *rule) matchesTopic(r *Request, body *framing.Body) bool {
 	}
 	found := false
 	framing.EachTopic(req, r.Topics, func(topic string, _ int32) bool {
-		for _, g := range ru.Match.Topics {
-			if ok, _ := path.Match(g, topic); ok {
+		for _, g := range ru.topics {
+			if g.match(topic) {
 				found = true
 				return false
 			}
@@ -230,6 +236,9 @@ func (ru *rule) limit(r *Request, now time.Time) (act bool, delay time.Duration,
 	if !ru.Limits.any() {
 		return true, 0, "denied by rule " + ru.Name
 	}
+	if Exempt(r.Key) {
+		return false, 0, "" // heartbeats neither wait nor use up a rate
+	}
 	if l := ru.Limits; l.sizes() {
 		switch {
 		case l.MaxRequestBytes > 0 && r.Bytes > l.MaxRequestBytes && r.Key != framing.KeyFetch:
@@ -240,20 +249,26 @@ func (ru *rule) limit(r *Request, now time.Time) (act bool, delay time.Duration,
 		return false, 0, ""
 	}
 	b := ru.buckets(r, now)
-	take := func(bk *bucket, n float64) time.Duration {
-		if ru.Action == ActionReject {
-			if d := bk.peek(n, now); d > 0 {
-				return d
+	n := [2]float64{1, float64(r.Bytes)}
+	var d time.Duration
+	if ru.Action == ActionReject && r.Key != framing.KeyFetch {
+		// Peek at both buckets before taking from either: a refused
+		// request costs nothing, in the request bucket too. Fetch is
+		// throttled instead of refused (see Check), so it is relayed and
+		// must pay like any throttled request.
+		for i, bk := range b {
+			if bk != nil {
+				d = max(d, bk.peek(n[i], now))
 			}
 		}
-		return bk.take(n, now)
+		if d > 0 {
+			return true, d, "over the rate of rule " + ru.Name
+		}
 	}
-	var d time.Duration
-	if b[0] != nil {
-		d = max(d, take(b[0], 1))
-	}
-	if b[1] != nil {
-		d = max(d, take(b[1], float64(r.Bytes)))
+	for i, bk := range b {
+		if bk != nil {
+			d = max(d, bk.take(n[i], now))
+		}
 	}
 	if d == 0 {
 		return false, 0, ""
@@ -275,6 +290,24 @@ func (ru *rule) oversize(body *framing.Body) []Partition {
 	return oversizePartitions(p, ru.Limits)
 }
 
+// deniedPartitions returns the partitions of a produce whose topic the
+// rule's topic globs match.
+func (ru *rule) deniedPartitions(r *Request, body *framing.Body) []Partition {
+	req, _ := body.Request()
+	p, ok := req.(*kmsg.ProduceRequest)
+	if !ok {
+		return nil
+	}
+	return partitionsOf(p, r.Topics, func(topic string) bool {
+		for _, g := range ru.topics {
+			if g.match(topic) {
+				return true
+			}
+		}
+		return false
+	})
+}
+
 // buckets returns the request-rate and byte-rate buckets this request
 // counts against.
 func (ru *rule) buckets(r *Request, now time.Time) [2]*bucket {
@@ -293,8 +326,10 @@ func (ru *rule) buckets(r *Request, now time.Time) [2]*bucket {
 		c := r.Conn
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		if c.buckets == nil {
-			c.buckets = map[*rule][2]*bucket{}
+		if c.buckets == nil || c.engine != ru.engine {
+			// New connection, or rules reloaded: start afresh, and let
+			// the old engine's rules go.
+			c.buckets, c.engine = map[*rule][2]*bucket{}, ru.engine
 		}
 		b, ok := c.buckets[ru]
 		if !ok {
@@ -314,6 +349,9 @@ func (ru *rule) buckets(r *Request, now time.Time) [2]*bucket {
 		defer ru.mu.Unlock()
 		b, ok := ru.byID[r.ClientID]
 		if !ok {
+			if len(ru.byID) >= maxClientBuckets {
+				clear(ru.byID) // client ids are chosen by clients: bound them
+			}
 			b = mk()
 			ru.byID[strings.Clone(r.ClientID)] = b
 		}
@@ -321,43 +359,44 @@ func (ru *rule) buckets(r *Request, now time.Time) [2]*bucket {
 	}
 }
 
-// refusalCode is the Kafka error a refused request gets: authorization
-// errors for access rules, a quota error for topic-creation APIs over a
-// rate, POLICY_VIOLATION otherwise.
+// refusalCode is the Kafka error a refused request gets, as a broker
+// would choose it: for access rules, TOPIC_AUTHORIZATION_FAILED when the
+// rule is about topics, GROUP_AUTHORIZATION_FAILED for group APIs,
+// TOPIC_AUTHORIZATION_FAILED for other requests naming topics, and
+// CLUSTER_AUTHORIZATION_FAILED otherwise; over a rate, the quota error for
+// the topic-creation APIs in the versions that know it (KIP-599), else
+// POLICY_VIOLATION; over a size, MESSAGE_TOO_LARGE for Produce.
 func refusalCode(ru *rule, r *Request, body *framing.Body) int16 {
-	if ru.Limits.sizes() {
-		if r.Key == framing.KeyProduce {
-			return codeMessageTooLarge
+	switch {
+	case ru.Limits.sizes() && r.Key == framing.KeyProduce:
+		return codeMessageTooLarge
+	case ru.Limits.any():
+		if (r.Key == 19 && r.Version >= 6) || (r.Key == 20 && r.Version >= 5) || (r.Key == 37 && r.Version >= 3) {
+			return codeThrottlingQuota // CreateTopics, DeleteTopics, CreatePartitions
 		}
 		return codePolicyViolation
+	case len(ru.Match.Topics) > 0:
+		return codeTopicAuthorization
+	case groupAPI(r.Key):
+		return codeGroupAuthorization
 	}
-	if !ru.Limits.any() {
-		if len(ru.Match.Topics) > 0 {
-			return codeTopicAuthorization
-		}
-		if req, _ := body.Request(); req != nil && hasTopics(req, r.Topics) {
-			return codeTopicAuthorization
-		}
-		return codeClusterAuthorization
+	if req, _ := body.Request(); req != nil && hasTopics(req, r.Topics) {
+		return codeTopicAuthorization
 	}
-	switch r.Key {
-	case 19, 20, 37: // CreateTopics, DeleteTopics, CreatePartitions
-		return codeThrottlingQuota
+	return codeClusterAuthorization
+}
+
+// groupAPI reports the APIs a broker authorizes against a group.
+func groupAPI(key int16) bool {
+	switch key {
+	case 8, 9, 11, 12, 13, 14, 15, 28, 42, 47, 68, 69: // OffsetCommit .. ConsumerGroupDescribe
+		return true
 	}
-	return codePolicyViolation
+	return false
 }
 
 func hasTopics(req kmsg.Request, ids *framing.TopicIDs) bool {
 	named := false
 	framing.EachTopic(req, ids, func(string, int32) bool { named = true; return false })
 	return named
-}
-
-func hasMeta(s string) bool {
-	for _, c := range s {
-		if c == '*' || c == '?' || c == '[' || c == '\\' {
-			return true
-		}
-	}
-	return false
 }

@@ -48,6 +48,25 @@ func recordCount(records []byte) int {
 	return n
 }
 
+// partitionsOf lists the partitions of a produce whose topic (resolved
+// through ids when named by id) satisfies keep.
+func partitionsOf(req *kmsg.ProduceRequest, ids *framing.TopicIDs, keep func(topic string) bool) []Partition {
+	var out []Partition
+	for _, t := range req.Topics {
+		name := t.Topic
+		if name == "" {
+			name = ids.Name(t.TopicID)
+		}
+		if !keep(name) {
+			continue
+		}
+		for _, p := range t.Partitions {
+			out = append(out, Partition{Topic: string([]byte(t.Topic)), TopicID: t.TopicID, Index: p.Partition})
+		}
+	}
+	return out
+}
+
 func (p Partition) in(topic string, id [16]byte, index int32) bool {
 	return p.Index == index && p.Topic == topic && p.TopicID == id
 }

@@ -20,7 +20,7 @@ func WithThrottle(frame []byte, key, version int16, d time.Duration) []byte {
 	if !ok {
 		return frame
 	}
-	ms := int32(min(d.Milliseconds()+1, 1<<31-1)) // round up: never under-report
+	ms := int32(min((d+time.Millisecond-1)/time.Millisecond, 1<<31-1)) // round up: never under-report
 	if cur, _ := t.Throttle(); cur >= ms {
 		return frame
 	}
