@@ -69,6 +69,10 @@ type ConnState struct {
 // request.
 type Engine struct {
 	rules []*rule
+	// minFrame is the smallest max_request_bytes of a header-only rule:
+	// frames above it are checked from their header, before the body is
+	// read (see CheckOversize). 0 when there is none.
+	minFrame int
 }
 
 type rule struct {
@@ -128,8 +132,42 @@ func New(c Config, m *Metrics) *Engine {
 		cr.m = ruleMetrics{m.matched.WithLabelValues(r.Name), m.throttled.WithLabelValues(r.Name),
 			m.rejected.WithLabelValues(r.Name), m.logged.WithLabelValues(r.Name), m.delay.WithLabelValues(r.Name)}
 		e.rules = append(e.rules, cr)
+		if l := r.Limits.MaxRequestBytes; l > 0 && len(r.Match.Topics) == 0 && (e.minFrame == 0 || l < e.minFrame) {
+			e.minFrame = l
+		}
 	}
 	return e
+}
+
+// MaxFrame is the frame size above which CheckOversize must see the
+// request before its body is read; 0 when no rule limits frame sizes.
+func (e *Engine) MaxFrame() int {
+	if e == nil {
+		return 0
+	}
+	return e.minFrame
+}
+
+// CheckOversize decides, from the header alone, whether a request of
+// r.Bytes is refused by a header-only max_request_bytes rule. The relay
+// then drops the body as it arrives instead of buffering it.
+func (e *Engine) CheckOversize(r *Request) Verdict {
+	for _, ru := range e.rules {
+		l := ru.Limits.MaxRequestBytes
+		if l == 0 || r.Bytes <= l || len(ru.Match.Topics) > 0 || r.Key == framing.KeyFetch || !ru.selects(r, nil) {
+			continue
+		}
+		ru.m.matched.Inc()
+		switch ru.Action {
+		case ActionLog:
+			ru.m.logged.Inc()
+		case ActionReject:
+			ru.m.rejected.Inc()
+			return Verdict{Outcome: Reject, Code: refusalCode(ru, r, nil), Rule: ru.Name,
+				Reason: "request over max_request_bytes of rule " + ru.Name}
+		}
+	}
+	return Verdict{}
 }
 
 // Empty reports whether there are no rules, so the relay can skip Check.

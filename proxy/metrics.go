@@ -12,23 +12,24 @@ import (
 // once per API key and kept in an array, so counting a frame is an atomic
 // add with no label lookup.
 type Metrics struct {
-	requests     *prometheus.CounterVec
-	responses    *prometheus.CounterVec
-	latency      *prometheus.HistogramVec
-	bytes        *prometheus.CounterVec
-	inFlight     prometheus.Gauge
-	open         prometheus.Gauge
-	accepted     prometheus.Counter
-	refused      *prometheus.CounterVec
-	dialFailures prometheus.Counter
-	protocolErrs *prometheus.CounterVec
-	oversize     *prometheus.CounterVec
-	overflow     *prometheus.CounterVec
-	failed       prometheus.Counter
-	backpressure prometheus.Counter
-	bytesIn      prometheus.Counter
-	bytesOut     prometheus.Counter
-	perAPI       [framing.MaxKey + 2]atomic.Pointer[apiMetrics]
+	requests         *prometheus.CounterVec
+	responses        *prometheus.CounterVec
+	latency          *prometheus.HistogramVec
+	bytes            *prometheus.CounterVec
+	inFlight         prometheus.Gauge
+	open             prometheus.Gauge
+	accepted         prometheus.Counter
+	refused          *prometheus.CounterVec
+	dialFailures     prometheus.Counter
+	protocolErrs     *prometheus.CounterVec
+	oversize         *prometheus.CounterVec
+	overflow         *prometheus.CounterVec
+	failed           prometheus.Counter
+	backpressure     prometheus.Counter
+	oversizeAnswered prometheus.Counter
+	bytesIn          prometheus.Counter
+	bytesOut         prometheus.Counter
+	perAPI           [framing.MaxKey + 2]atomic.Pointer[apiMetrics]
 }
 
 type apiMetrics struct {
@@ -70,9 +71,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "In-flight requests failed because their pair closed."}),
 		backpressure: prometheus.NewCounter(prometheus.CounterOpts{Name: "kproxy_backpressure_waits_total",
 			Help: "Times a client was paused because its in-flight table was full."}),
+		oversizeAnswered: prometheus.NewCounter(prometheus.CounterOpts{Name: "kproxy_oversize_answered_total",
+			Help: "Requests over a rule's max_request_bytes, dropped as they arrived and answered with an error."}),
 	}
 	for _, c := range []prometheus.Collector{m.requests, m.responses, m.latency, m.bytes, m.inFlight, m.open,
-		m.accepted, m.refused, m.dialFailures, m.protocolErrs, m.oversize, m.overflow, m.failed, m.backpressure} {
+		m.accepted, m.refused, m.dialFailures, m.protocolErrs, m.oversize, m.overflow, m.failed, m.backpressure,
+		m.oversizeAnswered} {
 		f(c)
 	}
 	m.bytesIn = m.bytes.WithLabelValues("client_to_upstream")

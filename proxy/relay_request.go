@@ -60,22 +60,39 @@ func (p *pair) onClient(_ context.Context, c netpoll.Connection) error {
 func (p *pair) relayRequests(r netpoll.Reader) error {
 	w := p.upstream.Writer()
 	max := p.s.framing.MaxRequestBytes
-	frame, err := framing.Next(r, max)
-	for err == nil {
-		if err = p.forward(frame, r, w); err != nil {
+	for first := true; ; first = false {
+		if !first && r.Len() < framing.SizeLen {
+			break
+		}
+		if limit := p.s.policies.Load().MaxFrame(); limit > 0 {
+			refused, err := p.refuseOversize(r, w, limit)
+			if err != nil {
+				return err
+			}
+			if refused {
+				continue
+			}
+		}
+		var frame []byte
+		var err error
+		if first {
+			frame, err = framing.Next(r, max)
+		} else {
+			n, whole, berr := framing.Buffered(r, max)
+			if !whole || berr != nil {
+				break // a size error is reported on the next call
+			}
+			frame, err = r.Next(n)
+		}
+		if err != nil {
+			return err
+		}
+		if err := p.forward(frame, r, w); err != nil {
 			return err
 		}
 		if p.mutedUntil != 0 && p.muted(time.Now()) > 0 {
 			break // the rest waits out the throttle
 		}
-		n, whole, berr := framing.Buffered(r, max)
-		if !whole || berr != nil {
-			break // a size error is reported on the next call
-		}
-		frame, err = r.Next(n)
-	}
-	if err != nil {
-		return err
 	}
 	if err := w.Flush(); err != nil {
 		return errUpstreamWrite{err}
@@ -176,6 +193,12 @@ func (p *pair) answer(body *framing.Body, e correlate.Entry, v policy.Verdict, r
 		p.s.tracer.Fail(e.Span, "kproxy.policy_rejected")
 		return errPolicyClose{v} // a version kproxy cannot answer in
 	}
+	return p.queueAnswer(req, e, v, r, w)
+}
+
+// queueAnswer puts kproxy's error response to req in the request's place
+// and writes it at once if nothing is ahead of it.
+func (p *pair) queueAnswer(req kmsg.Request, e correlate.Entry, v policy.Verdict, r netpoll.Reader, w netpoll.Writer) error {
 	resp, ok := policy.ErrorResponse(req, v.Code)
 	if !ok {
 		p.s.tracer.Fail(e.Span, "kproxy.policy_rejected")
@@ -197,6 +220,92 @@ func (p *pair) answer(body *framing.Body, e correlate.Entry, v policy.Verdict, r
 	}
 	p.endSpans()
 	return nil
+}
+
+// maxHeaderPeek bounds the bytes read to judge a frame by its header.
+const maxHeaderPeek = 4 << 10
+
+// refuseOversize judges the next frame from its size and header when it
+// is over a rule's max_request_bytes: a refused frame's body is dropped as
+// it arrives, never buffered whole, and kproxy answers for the broker
+// (for Produce, MESSAGE_TOO_LARGE on every partition it named).
+func (p *pair) refuseOversize(r netpoll.Reader, w netpoll.Writer, limit int) (bool, error) {
+	prefix, err := r.Peek(framing.SizeLen)
+	if err != nil {
+		return false, err
+	}
+	size, err := framing.CheckSize(prefix, p.s.framing.MaxRequestBytes)
+	if err != nil || framing.SizeLen+size <= limit {
+		return false, nil // a size error is reported by the normal path
+	}
+	head, err := r.Peek(min(framing.SizeLen+size, maxHeaderPeek))
+	if err != nil {
+		return false, err
+	}
+	if p.table.Raw(head) {
+		return false, nil
+	}
+	h, err := framing.ParseRequestHeader(head)
+	if err != nil || h.HeaderVersion < 0 {
+		return false, nil // judged, or refused, on the normal path
+	}
+	if p.clientID != string(h.ClientID) {
+		p.clientID = string(h.ClientID)
+	}
+	v := p.s.policies.Load().CheckOversize(&policy.Request{Key: h.APIKey, Version: h.APIVersion,
+		ClientID: p.clientID, Bytes: framing.SizeLen + size, Topics: p.s.topics, Conn: &p.conn})
+	if v.Outcome != policy.Reject {
+		return false, nil
+	}
+	e := correlate.Entry{APIKey: h.APIKey, APIVersion: h.APIVersion, ClientID: h.CorrelationID,
+		Start: time.Now(), ReqBytes: framing.SizeLen + size}
+	// What was relayed before may still reference the input buffer.
+	if err := w.Flush(); err != nil {
+		return false, errUpstreamWrite{err}
+	}
+	if err := r.Skip(h.BodyOffset); err != nil {
+		return false, err
+	}
+	body := framing.NewStream(r, framing.SizeLen+size-h.BodyOffset)
+	req := kmsg.RequestForKey(h.APIKey)
+	req.SetVersion(h.APIVersion)
+	if h.APIKey == framing.KeyProduce {
+		acks, parts, err := framing.StreamProduce(body, h.APIVersion)
+		if err != nil {
+			return false, err
+		}
+		if acks == 0 {
+			return false, errPolicyClose{v}
+		}
+		req = producePartitions(h.APIVersion, parts)
+	} else if err := body.Rest(); err != nil {
+		return false, err
+	}
+	r.Release()
+	p.requests.Add(1)
+	p.s.m.api(h.APIKey).requests.Inc()
+	p.bytesIn.Add(int64(e.ReqBytes))
+	p.s.m.bytesIn.Add(float64(e.ReqBytes))
+	p.s.m.oversizeAnswered.Inc()
+	return true, p.queueAnswer(req, e, v, r, w)
+}
+
+// producePartitions is a Produce request naming parts, to answer for.
+func producePartitions(version int16, parts []framing.ProducePartition) *kmsg.ProduceRequest {
+	req := kmsg.NewPtrProduceRequest()
+	req.Version = version
+	for _, pp := range parts {
+		if n := len(req.Topics); n == 0 || req.Topics[n-1].Topic != pp.Topic || req.Topics[n-1].TopicID != pp.TopicID {
+			t := kmsg.NewProduceRequestTopic()
+			t.Topic, t.TopicID = pp.Topic, pp.TopicID
+			req.Topics = append(req.Topics, t)
+		}
+		part := kmsg.NewProduceRequestTopicPartition()
+		part.Partition = pp.Partition
+		last := &req.Topics[len(req.Topics)-1]
+		last.Partitions = append(last.Partitions, part)
+	}
+	return req
 }
 
 // nextExempt reports whether the next buffered request is one a throttle
