@@ -5,27 +5,32 @@ import (
 	"time"
 )
 
+// meter is the request-rate and byte-rate buckets one key counts against,
+// behind one lock: a request looks at both and takes from both at once.
+type meter struct {
+	mu sync.Mutex
+	b  [2]*bucket // requests, bytes; nil when the rule sets no such rate
+}
+
 // bucket is a token bucket that, like a Kafka quota, never refuses: a
 // request takes its tokens even when that puts the bucket in debt, and the
 // debt is the time the client must wait. (x/time/rate refuses a request
-// larger than its burst, which a quota must not do.)
+// larger than its burst, which a quota must not do.) Its meter's lock
+// guards it.
 type bucket struct {
-	mu     sync.Mutex
 	rate   float64 // tokens per second
 	burst  float64 // most tokens saved up: one second's worth
 	tokens float64
-	last   time.Time
+	last   int64 // unix nanoseconds of the last refill
 }
 
 func newBucket(rate float64, now time.Time) *bucket {
-	return &bucket{rate: rate, burst: rate, tokens: rate, last: now}
+	return &bucket{rate: rate, burst: rate, tokens: rate, last: now.UnixNano()}
 }
 
 // take charges n tokens at now and returns how long the client must wait
 // for the bucket to be out of debt (0 when it is not in debt).
 func (b *bucket) take(n float64, now time.Time) time.Duration {
-	b.mu.Lock()
-	defer b.mu.Unlock()
 	b.refill(now)
 	b.tokens -= n
 	return b.debt()
@@ -34,8 +39,6 @@ func (b *bucket) take(n float64, now time.Time) time.Duration {
 // peek returns the wait that taking n tokens would cause, without taking
 // them: a rejected request costs nothing.
 func (b *bucket) peek(n float64, now time.Time) time.Duration {
-	b.mu.Lock()
-	defer b.mu.Unlock()
 	b.refill(now)
 	if b.tokens-n >= 0 {
 		return 0
@@ -44,9 +47,9 @@ func (b *bucket) peek(n float64, now time.Time) time.Duration {
 }
 
 func (b *bucket) refill(now time.Time) {
-	if dt := now.Sub(b.last).Seconds(); dt > 0 {
-		b.tokens = min(b.burst, b.tokens+dt*b.rate)
-		b.last = now
+	if t := now.UnixNano(); t > b.last {
+		b.tokens = min(b.burst, b.tokens+float64(t-b.last)/1e9*b.rate)
+		b.last = t
 	}
 }
 

@@ -40,6 +40,13 @@ type Selector struct {
 	// matches. Topic rules decode the request body (once, shared with the
 	// tracer).
 	Topics []string `yaml:"topics"`
+	// ExceptAPIs and ExceptTopics turn the lists around, for allow-lists:
+	// a rule with except_apis matches every API not listed; with
+	// except_topics, a request naming a topic that no glob there matches.
+	ExceptAPIs   []string `yaml:"except_apis"`
+	ExceptTopics []string `yaml:"except_topics"`
+	// Listener is the proxy.listen address the request arrived on.
+	Listener string `yaml:"listener"`
 }
 
 // Limits make a rule act only on requests over them.
@@ -56,7 +63,8 @@ type Limits struct {
 	RequestsPerSecond float64 `yaml:"requests_per_second"`
 	BytesPerSecond    float64 `yaml:"bytes_per_second"`
 	// Key says whose traffic a bucket counts: client_id (default),
-	// connection, or rule (all matching traffic together).
+	// connection, rule (all matching traffic together), or topic (the
+	// bytes produced to each topic, whoever sends them).
 	Key string `yaml:"key"`
 }
 
@@ -92,7 +100,7 @@ func (c Config) Validate() error {
 			return fielderr.New(at+"limits", "put rates and sizes in separate rules")
 		}
 		switch r.Limits.Key {
-		case "", "client_id", "connection", "rule":
+		case "", "client_id", "connection", "rule", "topic":
 		default:
 			return fielderr.New(at+"limits.key", "must be client_id, connection or rule")
 		}
@@ -104,10 +112,26 @@ func (c Config) Validate() error {
 				return fielderr.New(fmt.Sprintf("%smatch.apis.%d", at, j), fmt.Sprintf("unknown Kafka API %q", api))
 			}
 		}
-		for j, t := range r.Match.Topics {
-			if _, err := path.Match(t, ""); err != nil {
-				return fielderr.New(fmt.Sprintf("%smatch.topics.%d", at, j), "bad glob: "+err.Error())
+		for j, api := range r.Match.ExceptAPIs {
+			if _, ok := framing.KeyForName(api); !ok {
+				return fielderr.New(fmt.Sprintf("%smatch.except_apis.%d", at, j), fmt.Sprintf("unknown Kafka API %q", api))
 			}
+		}
+		for _, list := range []struct {
+			name  string
+			globs []string
+		}{{"topics", r.Match.Topics}, {"except_topics", r.Match.ExceptTopics}} {
+			for j, t := range list.globs {
+				if _, err := path.Match(t, ""); err != nil {
+					return fielderr.New(fmt.Sprintf("%smatch.%s.%d", at, list.name, j), "bad glob: "+err.Error())
+				}
+			}
+		}
+		if len(r.Match.APIs) > 0 && len(r.Match.ExceptAPIs) > 0 {
+			return fielderr.New(at+"match", "apis and except_apis do not go together")
+		}
+		if r.Limits.Key == "topic" && r.Limits.BytesPerSecond == 0 {
+			return fielderr.New(at+"limits.key", "topic keys a produce bytes_per_second")
 		}
 		seen[r.Name] = true
 	}

@@ -54,6 +54,7 @@ type Request struct {
 	ClientID     string // the pair caches it; no allocation per request
 	Bytes        int
 	Topics       *framing.TopicIDs
+	Listener     string
 	Conn         *ConnState
 }
 
@@ -61,7 +62,7 @@ type Request struct {
 type ConnState struct {
 	mu      sync.Mutex
 	engine  *Engine // the rule set the buckets belong to
-	buckets map[*rule][2]*bucket
+	buckets map[*rule]*meter
 }
 
 // Engine is a compiled, immutable set of rules plus their buckets. A
@@ -82,11 +83,12 @@ type rule struct {
 	anyAPI   bool
 	clientID glob
 	topics   []glob
+	except   []glob
 	m        ruleMetrics
 
 	mu     sync.Mutex
-	shared [2]*bucket            // key: rule
-	byID   map[string][2]*bucket // key: client_id
+	shared *meter            // key: rule
+	byID   map[string]*meter // key: client_id
 }
 
 type ruleMetrics struct {
@@ -120,7 +122,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 func New(c Config, m *Metrics) *Engine {
 	e := &Engine{}
 	for _, r := range c.Rules {
-		cr := &rule{Rule: r, engine: e, anyAPI: len(r.Match.APIs) == 0, byID: map[string][2]*bucket{}}
+		cr := &rule{Rule: r, engine: e, anyAPI: len(r.Match.APIs) == 0, byID: map[string]*meter{}}
 		for _, name := range r.Match.APIs {
 			k, _ := framing.KeyForName(name)
 			cr.apis[k] = true
@@ -129,10 +131,23 @@ func New(c Config, m *Metrics) *Engine {
 		for _, t := range r.Match.Topics {
 			cr.topics = append(cr.topics, compileGlob(t))
 		}
+		for _, t := range r.Match.ExceptTopics {
+			cr.except = append(cr.except, compileGlob(t))
+		}
+		if len(r.Match.ExceptAPIs) > 0 {
+			cr.anyAPI = false
+			for k := range cr.apis {
+				cr.apis[k] = true
+			}
+			for _, name := range r.Match.ExceptAPIs {
+				k, _ := framing.KeyForName(name)
+				cr.apis[k] = false
+			}
+		}
 		cr.m = ruleMetrics{m.matched.WithLabelValues(r.Name), m.throttled.WithLabelValues(r.Name),
 			m.rejected.WithLabelValues(r.Name), m.logged.WithLabelValues(r.Name), m.delay.WithLabelValues(r.Name)}
 		e.rules = append(e.rules, cr)
-		if l := r.Limits.MaxRequestBytes; l > 0 && len(r.Match.Topics) == 0 && (e.minFrame == 0 || l < e.minFrame) {
+		if l := r.Limits.MaxRequestBytes; l > 0 && !cr.byTopic() && (e.minFrame == 0 || l < e.minFrame) {
 			e.minFrame = l
 		}
 	}
@@ -154,7 +169,7 @@ func (e *Engine) MaxFrame() int {
 func (e *Engine) CheckOversize(r *Request) Verdict {
 	for _, ru := range e.rules {
 		l := ru.Limits.MaxRequestBytes
-		if l == 0 || r.Bytes <= l || len(ru.Match.Topics) > 0 || r.Key == framing.KeyFetch || !ru.selects(r, nil) {
+		if l == 0 || r.Bytes <= l || ru.byTopic() || r.Key == framing.KeyFetch || !ru.selects(r, nil) {
 			continue
 		}
 		ru.m.matched.Inc()
@@ -187,7 +202,7 @@ func (e *Engine) Check(r *Request, body *framing.Body, now time.Time) Verdict {
 			continue
 		}
 		ru.m.matched.Inc()
-		act, delay, reason := ru.limit(r, now)
+		act, delay, reason := ru.limit(r, body, now)
 		if !act {
 			continue
 		}
@@ -196,7 +211,7 @@ func (e *Engine) Check(r *Request, body *framing.Body, now time.Time) Verdict {
 			if parts = ru.oversize(body); len(parts) == 0 {
 				continue
 			}
-		} else if len(ru.topics) > 0 && !ru.Limits.any() && r.Key == framing.KeyProduce {
+		} else if (len(ru.topics) > 0 || len(ru.except) > 0) && !ru.Limits.any() && r.Key == framing.KeyProduce {
 			// Like a broker's ACLs: refuse the denied topics only.
 			parts = ru.deniedPartitions(r, body)
 		}
@@ -244,10 +259,34 @@ func (ru *rule) selects(r *Request, body *framing.Body) bool {
 	if ru.Match.ClientID != "" && !ru.clientID.match(r.ClientID) {
 		return false
 	}
-	if len(ru.Match.Topics) > 0 {
+	if ru.Match.Listener != "" && ru.Match.Listener != r.Listener {
+		return false
+	}
+	if len(ru.topics) > 0 || len(ru.except) > 0 {
 		return ru.matchesTopic(r, body)
 	}
 	return true
+}
+
+// byTopic reports whether the rule selects by topic (and so needs bodies).
+func (ru *rule) byTopic() bool { return len(ru.topics) > 0 || len(ru.except) > 0 }
+
+// topicSelected applies the rule's topic globs and exceptions to a name.
+func (ru *rule) topicSelected(topic string) bool {
+	for _, g := range ru.except {
+		if g.match(topic) {
+			return false
+		}
+	}
+	if len(ru.topics) == 0 {
+		return len(ru.except) > 0
+	}
+	for _, g := range ru.topics {
+		if g.match(topic) {
+			return true
+		}
+	}
+	return false
 }
 
 func (ru *rule) matchesTopic(r *Request, body *framing.Body) bool {
@@ -257,20 +296,15 @@ func (ru *rule) matchesTopic(r *Request, body *framing.Body) bool {
 	}
 	found := false
 	framing.EachTopic(req, r.Topics, func(topic string, _ int32) bool {
-		for _, g := range ru.topics {
-			if g.match(topic) {
-				found = true
-				return false
-			}
-		}
-		return true
+		found = ru.topicSelected(topic)
+		return !found
 	})
 	return found
 }
 
 // limit says whether the rule acts on the request (always, for a rule with
 // no limits) and for how long a throttle would hold the client.
-func (ru *rule) limit(r *Request, now time.Time) (act bool, delay time.Duration, reason string) {
+func (ru *rule) limit(r *Request, body *framing.Body, now time.Time) (act bool, delay time.Duration, reason string) {
 	if !ru.Limits.any() {
 		return true, 0, "denied by rule " + ru.Name
 	}
@@ -286,7 +320,13 @@ func (ru *rule) limit(r *Request, now time.Time) (act bool, delay time.Duration,
 		}
 		return false, 0, ""
 	}
-	b := ru.buckets(r, now)
+	if ru.Limits.Key == "topic" {
+		return ru.limitTopics(r, body, now)
+	}
+	m := ru.meter(r, now)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	b := m.b
 	n := [2]float64{1, float64(r.Bytes)}
 	var d time.Duration
 	if ru.Action == ActionReject && r.Key != framing.KeyFetch {
@@ -336,28 +376,81 @@ func (ru *rule) deniedPartitions(r *Request, body *framing.Body) []Partition {
 	if !ok {
 		return nil
 	}
-	return partitionsOf(p, r.Topics, func(topic string) bool {
-		for _, g := range ru.topics {
-			if g.match(topic) {
-				return true
-			}
-		}
-		return false
-	})
+	return partitionsOf(p, r.Topics, ru.topicSelected)
 }
 
-// buckets returns the request-rate and byte-rate buckets this request
-// counts against.
-func (ru *rule) buckets(r *Request, now time.Time) [2]*bucket {
-	mk := func() [2]*bucket {
-		var b [2]*bucket
+// limitTopics charges each topic of a produce with the bytes produced to
+// it, on that topic's own bucket, and throttles by the most indebted.
+func (ru *rule) limitTopics(r *Request, body *framing.Body, now time.Time) (bool, time.Duration, string) {
+	req, _ := body.Request()
+	p, ok := req.(*kmsg.ProduceRequest)
+	if !ok {
+		return false, 0, ""
+	}
+	type charge struct {
+		m *meter
+		n float64
+	}
+	charges := make([]charge, 0, len(p.Topics))
+	for _, t := range p.Topics {
+		name := t.Topic
+		if name == "" {
+			name = r.Topics.Name(t.TopicID)
+		}
+		n := 0
+		for _, part := range t.Partitions {
+			n += len(part.Records)
+		}
+		charges = append(charges, charge{ru.topicMeter(name, now), float64(n)})
+	}
+	const reason = "a topic over the produce rate of rule "
+	var d time.Duration
+	if ru.Action == ActionReject { // a refused produce costs nothing
+		for _, c := range charges {
+			c.m.mu.Lock()
+			d = max(d, c.m.b[1].peek(c.n, now))
+			c.m.mu.Unlock()
+		}
+		if d > 0 {
+			return true, d, reason + ru.Name
+		}
+	}
+	for _, c := range charges {
+		c.m.mu.Lock()
+		d = max(d, c.m.b[1].take(c.n, now))
+		c.m.mu.Unlock()
+	}
+	if d == 0 {
+		return false, 0, ""
+	}
+	return true, d, reason + ru.Name
+}
+
+func (ru *rule) topicMeter(topic string, now time.Time) *meter {
+	ru.mu.Lock()
+	defer ru.mu.Unlock()
+	m, ok := ru.byID[topic] // keyed by topic for this rule
+	if !ok {
+		if len(ru.byID) >= maxClientBuckets {
+			clear(ru.byID)
+		}
+		m = &meter{b: [2]*bucket{nil, newBucket(ru.Limits.BytesPerSecond, now)}}
+		ru.byID[strings.Clone(topic)] = m
+	}
+	return m
+}
+
+// meter returns the buckets this request counts against.
+func (ru *rule) meter(r *Request, now time.Time) *meter {
+	mk := func() *meter {
+		m := &meter{}
 		if ru.Limits.RequestsPerSecond > 0 {
-			b[0] = newBucket(ru.Limits.RequestsPerSecond, now)
+			m.b[0] = newBucket(ru.Limits.RequestsPerSecond, now)
 		}
 		if ru.Limits.BytesPerSecond > 0 {
-			b[1] = newBucket(ru.Limits.BytesPerSecond, now)
+			m.b[1] = newBucket(ru.Limits.BytesPerSecond, now)
 		}
-		return b
+		return m
 	}
 	switch ru.Limits.Key {
 	case "connection":
@@ -367,33 +460,33 @@ func (ru *rule) buckets(r *Request, now time.Time) [2]*bucket {
 		if c.buckets == nil || c.engine != ru.engine {
 			// New connection, or rules reloaded: start afresh, and let
 			// the old engine's rules go.
-			c.buckets, c.engine = map[*rule][2]*bucket{}, ru.engine
+			c.buckets, c.engine = map[*rule]*meter{}, ru.engine
 		}
-		b, ok := c.buckets[ru]
+		m, ok := c.buckets[ru]
 		if !ok {
-			b = mk()
-			c.buckets[ru] = b
+			m = mk()
+			c.buckets[ru] = m
 		}
-		return b
+		return m
 	case "rule":
 		ru.mu.Lock()
 		defer ru.mu.Unlock()
-		if ru.shared == ([2]*bucket{}) {
+		if ru.shared == nil {
 			ru.shared = mk()
 		}
 		return ru.shared
 	default:
 		ru.mu.Lock()
 		defer ru.mu.Unlock()
-		b, ok := ru.byID[r.ClientID]
+		m, ok := ru.byID[r.ClientID]
 		if !ok {
 			if len(ru.byID) >= maxClientBuckets {
 				clear(ru.byID) // client ids are chosen by clients: bound them
 			}
-			b = mk()
-			ru.byID[strings.Clone(r.ClientID)] = b
+			m = mk()
+			ru.byID[strings.Clone(r.ClientID)] = m
 		}
-		return b
+		return m
 	}
 }
 
@@ -413,7 +506,7 @@ func refusalCode(ru *rule, r *Request, body *framing.Body) int16 {
 			return codeThrottlingQuota // CreateTopics, DeleteTopics, CreatePartitions
 		}
 		return codePolicyViolation
-	case len(ru.Match.Topics) > 0:
+	case ru.byTopic():
 		return codeTopicAuthorization
 	case groupAPI(r.Key):
 		return codeGroupAuthorization

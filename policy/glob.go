@@ -20,6 +20,7 @@ const (
 	globExact globKind = iota
 	globPrefix
 	globSuffix
+	globWild // '*' and '?' only
 	globMatch
 )
 
@@ -32,6 +33,8 @@ func compileGlob(p string) glob {
 		return glob{p, globPrefix, p[:star]}
 	case star == 0 && !strings.ContainsAny(p[1:], `*?[\`):
 		return glob{p, globSuffix, p[1:]}
+	case !strings.ContainsAny(p, `[\/`):
+		return glob{p, globWild, ""}
 	}
 	return glob{p, globMatch, ""}
 }
@@ -44,7 +47,34 @@ func (g glob) match(s string) bool {
 		return strings.HasPrefix(s, g.fix)
 	case globSuffix:
 		return strings.HasSuffix(s, g.fix)
+	case globWild:
+		return wild(g.pattern, s)
 	}
 	ok, _ := path.Match(g.pattern, s)
 	return ok
+}
+
+// wild matches s against a pattern of literal bytes, '?' (any one byte)
+// and '*' (any run), backtracking to the last star on a mismatch.
+func wild(p, s string) bool {
+	pi, si, star, mark := 0, 0, -1, 0
+	for si < len(s) {
+		switch {
+		case pi < len(p) && (p[pi] == '?' || p[pi] == s[si]):
+			pi++
+			si++
+		case pi < len(p) && p[pi] == '*':
+			star, mark = pi, si
+			pi++
+		case star >= 0:
+			pi, mark = star+1, mark+1
+			si = mark
+		default:
+			return false
+		}
+	}
+	for pi < len(p) && p[pi] == '*' {
+		pi++
+	}
+	return pi == len(p)
 }

@@ -146,7 +146,7 @@ func (p *pair) forward(frame []byte, r netpoll.Reader, w netpoll.Writer) error {
 			p.clientID = string(h.ClientID)
 		}
 		v := eng.Check(&policy.Request{Key: h.APIKey, Version: h.APIVersion, ClientID: p.clientID,
-			Bytes: len(frame), Topics: p.s.topics, Conn: &p.conn}, &body, e.Start)
+			Bytes: len(frame), Topics: p.s.topics, Conn: &p.conn, Listener: p.s.cfg.Listen}, &body, e.Start)
 		switch v.Outcome {
 		case policy.Reject:
 			e.Span.Policy(v.Rule, "reject", v.Reason)
@@ -253,7 +253,7 @@ func (p *pair) refuseOversize(r netpoll.Reader, w netpoll.Writer, limit int) (bo
 		p.clientID = string(h.ClientID)
 	}
 	v := p.s.policies.Load().CheckOversize(&policy.Request{Key: h.APIKey, Version: h.APIVersion,
-		ClientID: p.clientID, Bytes: framing.SizeLen + size, Topics: p.s.topics, Conn: &p.conn})
+		ClientID: p.clientID, Bytes: framing.SizeLen + size, Topics: p.s.topics, Conn: &p.conn, Listener: p.s.cfg.Listen})
 	if v.Outcome != policy.Reject {
 		return false, nil
 	}
