@@ -40,8 +40,8 @@ func (b *bucket) take(n float64, now time.Time) time.Duration {
 // them: a rejected request costs nothing.
 func (b *bucket) peek(n float64, now time.Time) time.Duration {
 	b.refill(now)
-	if b.tokens-n >= 0 {
-		return 0
+	if b.tokens-n >= 0 || (n > b.burst && b.tokens >= b.burst) {
+		return 0 // a request larger than the whole burst goes from a full bucket, into debt
 	}
 	return time.Duration((n - b.tokens) / b.rate * float64(time.Second))
 }

@@ -65,8 +65,10 @@ func TestBucketPeekNeverConsumes(t *testing.T) {
 		if d := b.peek(100, t0); d != 0 {
 			t.Fatalf("peek within the burst: %v, want 0", d)
 		}
-		if d := b.peek(150, t0); !near(d, 500*time.Millisecond, tol) {
-			t.Fatalf("peek over the burst: %v, want 500ms", d)
+		// Larger than the whole burst: it may go from a full bucket,
+		// or it could never go at all.
+		if d := b.peek(150, t0); d != 0 {
+			t.Fatalf("peek over the burst from a full bucket: %v, want 0", d)
 		}
 	}
 	if d := b.take(100, t0); d != 0 {

@@ -11,6 +11,11 @@ import (
 	"github.com/kproxy/kproxy/framing"
 )
 
+// maxThrottle caps one throttle, as a broker caps it at its quota window
+// (11 one-second samples by default): a huge request earns a long debt,
+// paid over later requests, not one unbounded mute.
+const maxThrottle = 11 * time.Second
+
 // maxClientBuckets bounds the per-client-id buckets of one rule.
 const maxClientBuckets = 100_000
 
@@ -232,6 +237,7 @@ func (e *Engine) Check(r *Request, body *framing.Body, now time.Time) Verdict {
 		}
 	}
 	if v.Outcome == Throttle {
+		v.Delay = min(v.Delay, maxThrottle)
 		e.rule(v.Rule).m.throttled.Inc()
 		e.rule(v.Rule).m.delay.Add(v.Delay.Seconds())
 	}
@@ -342,6 +348,12 @@ func (ru *rule) limit(r *Request, body *framing.Body, now time.Time) (act bool, 
 		if d > 0 {
 			return true, d, "over the rate of rule " + ru.Name
 		}
+		for i, bk := range b { // room: it goes, charging its tokens
+			if bk != nil {
+				bk.take(n[i], now)
+			}
+		}
+		return false, 0, ""
 	}
 	for i, bk := range b {
 		if bk != nil {

@@ -32,13 +32,35 @@ func TestThrottleDelayGrowsWithDebt(t *testing.T) {
 	}
 }
 
-// A request far over the burst is relayed and throttled, never refused.
+// A request far over the burst is relayed and throttled, never refused,
+// and one throttle is capped at the broker's quota window (11 s): the rest
+// of the debt is paid by later requests.
 func TestThrottleHugeRequest(t *testing.T) {
 	e, _ := newEngine(t, bytesPerSecond("bytes", 100))
 	c := request(t, produce("orders"), "app-1")
 	c.r.Bytes = 100_000
-	if v := c.check(e, t0); v.Outcome != Throttle || !near(v.Delay, 999*time.Second, tol) {
-		t.Fatalf("verdict %+v, want Throttle 999s", v)
+	if v := c.check(e, t0); v.Outcome != Throttle || v.Delay != 11*time.Second {
+		t.Fatalf("verdict %+v, want Throttle capped at 11s", v)
+	}
+	c.r.Bytes = 1
+	if v := c.check(e, t0.Add(time.Minute)); v.Outcome != Throttle || !near(v.Delay, 939*time.Second, tol) && v.Delay != 11*time.Second {
+		t.Fatalf("a minute later: %+v, want still throttled by the debt", v)
+	}
+}
+
+// A reject rate lets a request larger than the whole burst through from a
+// full bucket (charging the debt), instead of refusing it forever.
+func TestRejectRequestOverBurstOnce(t *testing.T) {
+	e, _ := newEngine(t, Rule{Name: "slow", Action: ActionReject, Limits: Limits{RequestsPerSecond: 0.5}})
+	c := request(t, produce("orders"), "app-1")
+	if v := c.check(e, t0); v.Outcome != Pass {
+		t.Fatalf("first request: %+v, want Pass", v)
+	}
+	if v := c.check(e, t0.Add(time.Second)); v.Outcome != Reject {
+		t.Fatalf("second, 1 s later at 0.5/s: %+v, want Reject", v)
+	}
+	if v := c.check(e, t0.Add(3*time.Second)); v.Outcome != Pass {
+		t.Fatalf("third, bucket full again: %+v, want Pass", v)
 	}
 }
 

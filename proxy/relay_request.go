@@ -28,6 +28,9 @@ func (p *pair) onClient(_ context.Context, c netpoll.Connection) error {
 		if p.draining.Load() {
 			// Send nothing new; the response side closes the pair when
 			// the table empties, or Drain does at its deadline.
+			if p.table.Len() == 0 {
+				p.close(reasonDrained, nil)
+			}
 			<-p.done
 			return nil
 		}
@@ -40,6 +43,10 @@ func (p *pair) onClient(_ context.Context, c netpoll.Connection) error {
 			// the delay has passed (heartbeats excepted).
 			time.Sleep(min(d, backpressurePoll))
 			if p.closed.Load() {
+				return nil
+			}
+			if !c.IsActive() { // netpoll runs no close callback while we hold the handler
+				p.close(reasonClientClosed, nil)
 				return nil
 			}
 			continue
@@ -206,20 +213,20 @@ func (p *pair) queueAnswer(req kmsg.Request, e correlate.Entry, v policy.Verdict
 	}
 	e.Kind, e.Response = correlate.Synthetic, policy.EncodeResponse(resp, e.ClientID)
 	if _, err := p.push(e, r, w); err != nil {
+		p.s.tracer.Fail(e.Span, "kproxy.connection_closed")
 		return err
 	}
 	p.log.Debug().Str("rule", v.Rule).Str("api", framing.Name(e.APIKey)).Int16("error_code", v.Code).Msg("request refused by policy")
 	p.wmu.Lock()
 	defer p.wmu.Unlock()
 	cw := p.client.Writer()
-	if err := p.writeSynthetic(cw); err != nil {
-		return err
+	err := p.writeSynthetic(cw)
+	if err == nil {
+		if err = cw.Flush(); err != nil {
+			err = errClientWrite{err}
+		}
 	}
-	if err := cw.Flush(); err != nil {
-		return errClientWrite{err}
-	}
-	p.endSpans()
-	return nil
+	return p.finishBatch(err)
 }
 
 // maxHeaderPeek bounds the bytes read to judge a frame by its header.
@@ -238,7 +245,14 @@ func (p *pair) refuseOversize(r netpoll.Reader, w netpoll.Writer, limit int) (bo
 	if err != nil || framing.SizeLen+size <= limit {
 		return false, nil // a size error is reported by the normal path
 	}
-	head, err := r.Peek(min(framing.SizeLen+size, maxHeaderPeek))
+	want := min(framing.SizeLen+size, maxHeaderPeek)
+	if r.Len() < want {
+		// About to wait for the header: send what is ready first.
+		if err := w.Flush(); err != nil {
+			return false, errUpstreamWrite{err}
+		}
+	}
+	head, err := r.Peek(want)
 	if err != nil {
 		return false, err
 	}
@@ -366,7 +380,7 @@ func (p *pair) push(e correlate.Entry, r netpoll.Reader, w netpoll.Writer) (int3
 	}
 	p.s.m.backpressure.Inc()
 	if err := w.Flush(); err != nil {
-		return 0, err
+		return 0, errUpstreamWrite{err}
 	}
 	for {
 		switch err := p.table.WaitRoom(backpressurePoll); err {

@@ -52,22 +52,41 @@ func (p *pair) relayResponses(r netpoll.Reader) error {
 	defer p.wmu.Unlock()
 	w := p.client.Writer()
 	for {
-		if err := p.deliver(frame, w); err != nil {
-			return err
+		if err = p.deliver(frame, w); err != nil {
+			break
 		}
 		n, whole, berr := framing.Buffered(r, max)
 		if !whole || berr != nil {
 			break
 		}
 		if frame, err = r.Next(n); err != nil {
-			return err
+			break
 		}
 	}
-	if err := w.Flush(); err != nil {
-		return errClientWrite{err}
+	if err == nil {
+		if err = w.Flush(); err != nil {
+			err = errClientWrite{err}
+		}
 	}
-	p.endSpans()
-	return nil
+	return p.finishBatch(err)
+}
+
+// finishBatch ends the spans of a batch written to the client. On error it
+// fails them and closes the pair before wmu is let go, so no one else
+// flushes a writer that still points into buffers about to be freed. The
+// caller holds wmu.
+func (p *pair) finishBatch(err error) error {
+	if err == nil {
+		p.endSpans()
+		return nil
+	}
+	for _, x := range p.ending {
+		p.s.tracer.Fail(x.span, "kproxy.connection_closed")
+	}
+	clear(p.ending)
+	p.ending = p.ending[:0]
+	p.closeOnError("upstream", err)
+	return err
 }
 
 // endSpans ends the spans of the responses just flushed. The caller holds
