@@ -111,3 +111,12 @@ func KeyForName(name string) (int16, bool) {
 	}
 	return 0, false
 }
+
+// MaxVersion is the highest version of key kproxy can read, or -1 when the
+// key is unknown.
+func MaxVersion(key int16) int16 {
+	if key < 0 || int(key) >= len(apis) || !apis[key].known {
+		return -1
+	}
+	return apis[key].maxVer
+}

@@ -229,8 +229,12 @@ func (p *pair) queueAnswer(req kmsg.Request, e correlate.Entry, v policy.Verdict
 	return p.finishBatch(err)
 }
 
-// maxHeaderPeek bounds the bytes read to judge a frame by its header.
-const maxHeaderPeek = 4 << 10
+// maxHeaderPeek is how much is read to judge a frame by its header;
+// maxHeader covers the longest header (a 32 KiB client id, tags).
+const (
+	maxHeaderPeek = 4 << 10
+	maxHeader     = 64 << 10
+)
 
 // refuseOversize judges the next frame from its size and header when it
 // is over a rule's max_request_bytes: a refused frame's body is dropped as
@@ -260,6 +264,14 @@ func (p *pair) refuseOversize(r netpoll.Reader, w netpoll.Writer, limit int) (bo
 		return false, nil
 	}
 	h, err := framing.ParseRequestHeader(head)
+	if err != nil && want < framing.SizeLen+size {
+		// A header longer than the peek (a huge client id): read as much
+		// as a header can hold, still far short of the body.
+		if head, err = r.Peek(min(framing.SizeLen+size, maxHeader)); err != nil {
+			return false, err
+		}
+		h, err = framing.ParseRequestHeader(head)
+	}
 	if err != nil || h.HeaderVersion < 0 {
 		return false, nil // judged, or refused, on the normal path
 	}

@@ -122,6 +122,9 @@ func (p *pair) deliver(frame []byte, w netpoll.Writer) error {
 		if e.Amend != nil {
 			frame = e.Amend(frame)
 		}
+		if e.APIKey == framing.KeyApiVersions {
+			frame = policy.ClampVersions(frame, e.APIVersion)
+		}
 		p.responses.Add(1)
 		a := p.s.m.api(e.APIKey)
 		a.responses.Inc()

@@ -1,0 +1,38 @@
+package policy
+
+import (
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kproxy/kproxy/framing"
+)
+
+// A broker newer than kproxy offers versions kproxy cannot read; the
+// relayed ApiVersions answer offers only what kproxy knows.
+func TestClampVersions(t *testing.T) {
+	resp := kmsg.NewPtrApiVersionsResponse()
+	resp.SetVersion(3)
+	known := framing.MaxVersion(0)
+	resp.ApiKeys = []kmsg.ApiVersionsResponseApiKey{
+		{ApiKey: 0, MinVersion: 3, MaxVersion: known + 5},
+		{ApiKey: 1, MinVersion: 4, MaxVersion: 2},
+		{ApiKey: 30000, MinVersion: 0, MaxVersion: 9}, // unknown key: left alone
+	}
+	frame := EncodeResponse(resp, 5)
+	out := ClampVersions(frame, 3)
+	back, err := framing.DecodeResponse(out, framing.KeyApiVersions, 3)
+	if err != nil || framing.ResponseCorrelationID(out) != 5 {
+		t.Fatalf("clamped answer: %v", err)
+	}
+	keys := back.(*kmsg.ApiVersionsResponse).ApiKeys
+	if keys[0].MaxVersion != known || keys[1].MaxVersion != 2 || keys[2].MaxVersion != 9 {
+		t.Fatalf("versions %+v, want Produce at %d, the rest unchanged", keys, known)
+	}
+	// Nothing to lower: the frame comes back as it was.
+	resp.ApiKeys = resp.ApiKeys[1:2]
+	same := EncodeResponse(resp, 6)
+	if got := ClampVersions(same, 3); &got[0] != &same[0] {
+		t.Fatal("an answer needing no change was re-encoded")
+	}
+}
