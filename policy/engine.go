@@ -98,13 +98,13 @@ type rule struct {
 
 type ruleMetrics struct {
 	matched, throttled, rejected, logged prometheus.Counter
-	delay                                prometheus.Counter
+	delay, closed                        prometheus.Counter
 }
 
 // Metrics are the per-rule counters, registered once and shared by every
 // Engine a reload builds.
 type Metrics struct {
-	matched, throttled, rejected, logged, delay *prometheus.CounterVec
+	matched, throttled, rejected, logged, delay, closed *prometheus.CounterVec
 }
 
 // NewMetrics registers the policy counters with reg.
@@ -120,6 +120,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		rejected:  v("kproxy_policy_rejected_total", "Requests refused by a rule."),
 		logged:    v("kproxy_policy_logged_total", "Requests a log-only rule would have acted on."),
 		delay:     v("kproxy_policy_throttle_seconds_total", "Throttle time handed out by a rule."),
+		closed:    v("kproxy_policy_closed_total", "Connections closed because a rule refused a request that cannot be answered (acks=0 produce)."),
 	}
 }
 
@@ -150,7 +151,8 @@ func New(c Config, m *Metrics) *Engine {
 			}
 		}
 		cr.m = ruleMetrics{m.matched.WithLabelValues(r.Name), m.throttled.WithLabelValues(r.Name),
-			m.rejected.WithLabelValues(r.Name), m.logged.WithLabelValues(r.Name), m.delay.WithLabelValues(r.Name)}
+			m.rejected.WithLabelValues(r.Name), m.logged.WithLabelValues(r.Name), m.delay.WithLabelValues(r.Name),
+			m.closed.WithLabelValues(r.Name)}
 		e.rules = append(e.rules, cr)
 		if l := r.Limits.MaxRequestBytes; l > 0 && !cr.byTopic() && (e.minFrame == 0 || l < e.minFrame) {
 			e.minFrame = l
@@ -242,6 +244,14 @@ func (e *Engine) Check(r *Request, body *framing.Body, now time.Time) Verdict {
 		e.rule(v.Rule).m.delay.Add(v.Delay.Seconds())
 	}
 	return v
+}
+
+// Closed counts a connection the relay closed because the named rule
+// refused a request it could not answer.
+func (e *Engine) Closed(rule string) {
+	if r := e.rule(rule); r != nil {
+		r.m.closed.Inc()
+	}
 }
 
 func (e *Engine) rule(name string) *rule {

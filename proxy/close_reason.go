@@ -37,6 +37,9 @@ func (p *pair) closeOnError(side string, err error) {
 		m.protocolErrs.WithLabelValues("malformed_" + side).Inc()
 		p.close(side+" sent a malformed frame", err)
 	case errors.As(err, &pc):
+		if eng := p.s.policies.Load(); eng != nil {
+			eng.Closed(pc.v.Rule)
+		}
 		p.close("policy: "+pc.Error(), err)
 	case errors.Is(err, errOverflow):
 		m.overflow.WithLabelValues(side).Inc()

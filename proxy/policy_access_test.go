@@ -138,7 +138,7 @@ func TestPolicyDeniedAPIKeepsConnection(t *testing.T) {
 // kproxy closes the connection, as a broker does, and logs the rule.
 func TestPolicyAcksZeroRefusalCloses(t *testing.T) {
 	env := startKfake(t, []kfake.Opt{kfake.SeedTopics(1, "t")})
-	applyPolicies(t, env, policy.Rule{Name: "no-produce", Action: policy.ActionReject,
+	ps := applyPolicies(t, env, policy.Rule{Name: "no-produce", Action: policy.ActionReject,
 		Match: policy.Selector{APIs: []string{"Produce"}}})
 	c := dialRaw(t, env.addr)
 	p := kmsg.NewPtrProduceRequest()
@@ -155,6 +155,9 @@ func TestPolicyAcksZeroRefusalCloses(t *testing.T) {
 	waitFor(t, 2*time.Second, "the close logged with its rule", func() bool {
 		return env.logs.contains("policy") && env.logs.contains("no-produce")
 	})
+	if n := ps.count(t, "kproxy_policy_closed_total", "no-produce"); n != 1 {
+		t.Fatalf("closed counter = %v, want 1", n)
+	}
 }
 
 // One produce that names a denied and an allowed topic is split, as a
