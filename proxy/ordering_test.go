@@ -81,15 +81,7 @@ func TestAcksZeroThenOtherRequests(t *testing.T) {
 	c := dialRaw(t, env.addr)
 	var batch []byte
 	for i := 0; i < 5; i++ {
-		p := kmsg.NewPtrProduceRequest()
-		p.Version = 9 // flexible, with a transactional id field
-		p.Acks = 0
-		p.TimeoutMillis = 1000
-		topic := kmsg.NewProduceRequestTopic()
-		topic.Topic = "t"
-		part := kmsg.NewProduceRequestTopicPartition()
-		topic.Partitions = append(topic.Partitions, part)
-		p.Topics = append(p.Topics, topic)
+		p := produceRequest(9, 0, "t") // flexible, with a transactional id field
 		batch = append(batch, encodeRequest(p, int32(100+i))...)
 	}
 	av := kmsg.NewPtrApiVersionsRequest()

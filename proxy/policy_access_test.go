@@ -11,7 +11,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kproxy/kproxy/policy"
 )
@@ -141,14 +140,7 @@ func TestPolicyAcksZeroRefusalCloses(t *testing.T) {
 	ps := applyPolicies(t, env, policy.Rule{Name: "no-produce", Action: policy.ActionReject,
 		Match: policy.Selector{APIs: []string{"Produce"}}})
 	c := dialRaw(t, env.addr)
-	p := kmsg.NewPtrProduceRequest()
-	p.Version = 9
-	p.Acks = 0
-	topic := kmsg.NewProduceRequestTopic()
-	topic.Topic = "t"
-	topic.Partitions = append(topic.Partitions, kmsg.NewProduceRequestTopicPartition())
-	p.Topics = append(p.Topics, topic)
-	if _, err := c.Write(encodeRequest(p, 1)); err != nil {
+	if _, err := c.Write(encodeRequest(produceRequest(9, 0, "t"), 1)); err != nil {
 		t.Fatal(err)
 	}
 	expectClosed(t, c, 3*time.Second)

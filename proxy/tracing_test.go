@@ -12,7 +12,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -214,15 +213,7 @@ func TestTracingPartitionError(t *testing.T) {
 	tr, flush := newTestTracer(t, nil)
 	env := startTracedKfake(t, nil, tr)
 	c := dialRaw(t, env.addr)
-	p := kmsg.NewPtrProduceRequest()
-	p.Version = 7
-	p.Acks = -1
-	p.TimeoutMillis = 1000
-	topic := kmsg.NewProduceRequestTopic()
-	topic.Topic = "missing"
-	topic.Partitions = append(topic.Partitions, kmsg.NewProduceRequestTopicPartition())
-	p.Topics = append(p.Topics, topic)
-	c.Write(encodeRequest(p, 9))
+	c.Write(encodeRequest(produceRequest(7, -1, "missing"), 9))
 	c.SetReadDeadline(time.Now().Add(5 * time.Second))
 	if _, err := readFrame(c); err != nil {
 		t.Fatal(err)
@@ -239,14 +230,7 @@ func TestTracingAcksZeroSpanEnds(t *testing.T) {
 	tr, flush := newTestTracer(t, nil)
 	env := startTracedKfake(t, []kfake.Opt{kfake.SeedTopics(1, "t")}, tr)
 	c := dialRaw(t, env.addr)
-	p := kmsg.NewPtrProduceRequest()
-	p.Version = 9
-	p.Acks = 0
-	topic := kmsg.NewProduceRequestTopic()
-	topic.Topic = "t"
-	topic.Partitions = append(topic.Partitions, kmsg.NewProduceRequestTopicPartition())
-	p.Topics = append(p.Topics, topic)
-	c.Write(append(encodeRequest(p, 1), apiVersionsV0(2)...))
+	c.Write(append(encodeRequest(produceRequest(9, 0, "t"), 1), apiVersionsV0(2)...))
 	c.SetReadDeadline(time.Now().Add(5 * time.Second))
 	if _, err := readFrame(c); err != nil {
 		t.Fatal(err)

@@ -20,6 +20,17 @@ func encodeRequest(req kmsg.Request, corr int32) []byte {
 	return kmsg.NewRequestFormatter(kmsg.FormatterClientID("raw-test")).AppendRequest(nil, req, corr)
 }
 
+// produceRequest is a Produce of one empty partition (0) of topic.
+func produceRequest(version, acks int16, topic string) *kmsg.ProduceRequest {
+	p := kmsg.NewPtrProduceRequest()
+	p.Version, p.Acks, p.TimeoutMillis = version, acks, 1000
+	t := kmsg.NewProduceRequestTopic()
+	t.Topic = topic
+	t.Partitions = append(t.Partitions, kmsg.NewProduceRequestTopicPartition())
+	p.Topics = append(p.Topics, t)
+	return p
+}
+
 // readFrame reads one size-prefixed frame (prefix included) from c.
 func readFrame(c net.Conn) ([]byte, error) {
 	var p [4]byte
