@@ -50,9 +50,13 @@ func (s *saslState) tokenAnswered() {
 // parses as a known Kafka request while no token is awaiting its answer:
 // the client only sends requests once authentication has completed.
 func (t *Table) Raw(frame []byte) bool {
+	if !t.raw.Load() {
+		return false // the common case, without the lock
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	s := &t.sasl
+	defer func() { t.raw.Store(s.raw) }()
 	if !s.raw {
 		return false
 	}

@@ -3,6 +3,7 @@ package correlate
 import (
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kproxy/kproxy/framing"
@@ -25,6 +26,12 @@ type Table struct {
 	nextID int32
 	closed bool
 	sasl   saslState
+
+	// Mirrors of state kept under mu, read without it on the hot path:
+	// whether SASL raw-token mode is on, and how many synthetic entries
+	// are queued. Both are written only under mu.
+	raw       atomic.Bool
+	synthetic atomic.Int32
 }
 
 // New returns a table that holds at most max entries.
@@ -52,8 +59,11 @@ func (t *Table) Push(e Entry) (int32, error) {
 	}
 	e.UpstreamID = t.nextID
 	t.nextID++ // wraps; ids are opaque to the broker
-	if e.Kind == RawToken {
+	switch e.Kind {
+	case RawToken:
 		t.sasl.pending++
+	case Synthetic:
+		t.synthetic.Add(1)
 	}
 	t.ring[(t.head+t.n)%len(t.ring)] = e
 	t.n++
@@ -108,6 +118,7 @@ func (t *Table) Pop(frame []byte) (Entry, error) {
 	case RawToken:
 		t.sasl.pending--
 		t.sasl.tokenAnswered()
+		t.raw.Store(t.sasl.raw)
 	case Synthetic:
 		return Entry{}, errors.New("synthetic response still queued ahead of an upstream response")
 	default:
@@ -119,6 +130,7 @@ func (t *Table) Pop(frame []byte) (Entry, error) {
 		}
 		if h.APIKey == framing.KeySaslHandshake && h.APIVersion == 0 {
 			t.sasl.handshakeAnswered(frame, h.SaslRounds)
+			t.raw.Store(t.sasl.raw)
 		}
 	}
 	return t.popHead(), nil
@@ -128,6 +140,9 @@ func (t *Table) Pop(frame []byte) (Entry, error) {
 // itself. The caller writes e.Response to the client, then calls again
 // until ok is false.
 func (t *Table) PopSynthetic() (e Entry, ok bool) {
+	if t.synthetic.Load() == 0 {
+		return Entry{}, false // nothing kproxy answers is queued: no lock
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed || t.n == 0 || t.ring[t.head].Kind != Synthetic {
@@ -138,6 +153,9 @@ func (t *Table) PopSynthetic() (e Entry, ok bool) {
 
 func (t *Table) popHead() Entry {
 	e := t.ring[t.head]
+	if e.Kind == Synthetic {
+		t.synthetic.Add(-1)
+	}
 	t.ring[t.head] = Entry{} // drop references to spans and frames
 	t.head = (t.head + 1) % len(t.ring)
 	t.n--
