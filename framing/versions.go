@@ -19,6 +19,7 @@ const (
 // start so the hot path does no allocation or map lookup.
 type apiInfo struct {
 	known    bool
+	group    bool // sent to a group coordinator, authorized against a group
 	maxVer   int16
 	flexFrom int16 // first flexible version; maxVer+1 if never flexible
 	name     string
@@ -32,6 +33,7 @@ var apis = func() (t [kmsg.MaxKey + 1]apiInfo) {
 		}
 		info := apiInfo{known: true, maxVer: req.MaxVersion(), name: kafkaName(kmsg.NameForKey(int16(k)))}
 		info.flexFrom = info.maxVer + 1
+		_, info.group = req.(kmsg.GroupCoordinatorRequest)
 		for v := int16(0); v <= info.maxVer; v++ {
 			req.SetVersion(v)
 			if req.IsFlexible() {
@@ -119,4 +121,10 @@ func MaxVersion(key int16) int16 {
 		return -1
 	}
 	return apis[key].maxVer
+}
+
+// GroupAPI reports whether key is an API a broker authorizes against a
+// consumer group (kmsg marks those it sends to a group coordinator).
+func GroupAPI(key int16) bool {
+	return key >= 0 && int(key) < len(apis) && apis[key].group
 }

@@ -530,22 +530,13 @@ func refusalCode(ru *rule, r *Request, body *framing.Body) int16 {
 		return codePolicyViolation
 	case ru.byTopic():
 		return codeTopicAuthorization
-	case groupAPI(r.Key):
+	case framing.GroupAPI(r.Key):
 		return codeGroupAuthorization
 	}
 	if req, _ := body.Request(); req != nil && hasTopics(req, r.Topics) {
 		return codeTopicAuthorization
 	}
 	return codeClusterAuthorization
-}
-
-// groupAPI reports the APIs a broker authorizes against a group.
-func groupAPI(key int16) bool {
-	switch key {
-	case 8, 9, 11, 12, 13, 14, 15, 28, 42, 47, 68, 69: // OffsetCommit .. ConsumerGroupDescribe
-		return true
-	}
-	return false
 }
 
 func hasTopics(req kmsg.Request, ids *framing.TopicIDs) bool {
