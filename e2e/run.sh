@@ -1,26 +1,58 @@
 #!/usr/bin/env bash
-# End-to-end tests: the kproxy binary against real peers run as processes
-# (a Jaeger v2 receiving kproxy's spans; later real Kafka brokers).
+# End-to-end suite: the kproxy binary against real peers run as processes:
+# Apache Kafka brokers fetched from Maven Central, seven Kafka client
+# libraries, and a Jaeger v2 receiving kproxy's spans.
 #
 #   bash e2e/run.sh                        # everything
-#   bash e2e/run.sh -run TestSpansReachJaeger/http
+#   bash e2e/run.sh -run TestCompat        # extra arguments go to go test
 #
-# 1. Builds e2e/bin/jaeger from the Jaeger Go module (a tool of this module,
-#    pinned in e2e/go.mod) when it is missing or stale. The first build takes
-#    several minutes; later runs reuse it. e2e/bin/ is not in git.
-# 2. Runs `go test` in this module (extra arguments go to go test).
-# Every process the tests start listens on 127.0.0.1 and is killed when its
-# test ends.
+# It installs what it needs into a cache (e2e/.cache, or $KPROXY_E2E_CACHE)
+# and reuses it on later runs:
+#   1. Apache Kafka $KAFKA_VERSIONS (broker, tools and Java client jars),
+#      with Maven, from e2e/kafka/pom.xml;
+#   2. each client driver, by clients/*/install.sh;
+#   3. e2e/bin/jaeger, built from the Jaeger module pinned in
+#      tools/jaeger (a cold build takes minutes).
+# Then it runs go vet and go test in this module. Every process the tests
+# start listens on 127.0.0.1 and is killed when its test ends. A full run
+# writes COMPAT.md and copies it into the README's compatibility section.
 set -euo pipefail
 cd "$(dirname "$0")"
 
-command -v go >/dev/null || { echo "Go 1.26+ is required: install it from your package manager or go.dev" >&2; exit 1; }
+need() { command -v "$1" >/dev/null || { echo "e2e: $1 is required: $2" >&2; exit 1; }; }
+need go "install Go 1.26+ from your package manager or go.dev"
+need java "install a JDK 17+ (Debian: apt-get install openjdk-17-jdk-headless)"
+need mvn "install Maven (Debian: apt-get install maven)"
 
-# The binary is stale when the toolchain or this module's requirements
-# changed since it was built.
+# Newest first: the first runs every scenario, the others the core ones.
+KAFKA_VERSIONS="4.4.0 3.9.2"
+cache=${KPROXY_E2E_CACHE:-$PWD/.cache}
+mkdir -p "$cache"
+cache=$(cd "$cache" && pwd)
+export KPROXY_E2E_CACHE=$cache KPROXY_E2E_KAFKA_VERSIONS=$KAFKA_VERSIONS
+
+for v in $KAFKA_VERSIONS; do
+  dir=$cache/kafka-$v
+  stamp=$(sha256sum kafka/pom.xml | cut -d' ' -f1)
+  if [ -f "$dir/stamp" ] && [ "$(cat "$dir/stamp")" = "$stamp" ]; then
+    echo "== e2e: Apache Kafka $v is cached in $dir"
+    continue
+  fi
+  echo "== e2e: fetching Apache Kafka $v with Maven into $dir"
+  rm -rf "$dir"
+  mvn -q -B -f kafka/pom.xml -Dkafka.version="$v" dependency:copy-dependencies -DoutputDirectory="$dir/libs"
+  echo "$stamp" >"$dir/stamp"
+done
+
+for install in clients/*/install.sh; do
+  echo "== e2e: $install"
+  bash "$install" "$cache"
+done
+
+# The binary is stale when the toolchain or the pinned module changed.
 jaeger=bin/jaeger
 stamp=bin/jaeger.stamp
-want=$({ go env GOVERSION GOOS GOARCH; cat go.mod go.sum; } | sha256sum | cut -d' ' -f1)
+want=$({ go env GOVERSION GOOS GOARCH; cat tools/jaeger/go.mod tools/jaeger/go.sum; } | sha256sum | cut -d' ' -f1)
 if [ -x "$jaeger" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
   echo "== e2e: $jaeger is up to date"
 else
@@ -28,7 +60,7 @@ else
   mkdir -p bin
   start=$SECONDS
   rm -f "$stamp"
-  go build -o "$jaeger.tmp" github.com/jaegertracing/jaeger/cmd/jaeger
+  (cd tools/jaeger && go build -o "../../$jaeger.tmp" github.com/jaegertracing/jaeger/cmd/jaeger)
   mv -f "$jaeger.tmp" "$jaeger"
   echo "$want" >"$stamp"
   echo "== e2e: built $jaeger in $((SECONDS - start))s"
@@ -38,4 +70,20 @@ echo "== e2e: go vet"
 go vet ./...
 
 echo "== e2e: go test"
-go test -count=1 -v -timeout 5m "$@" ./...
+rm -f COMPAT.md
+go test -count=1 -v -timeout 45m "$@" ./...
+
+# A full run (no go test arguments) refreshes the README's matrix.
+if [ $# -eq 0 ] && [ -f COMPAT.md ]; then
+  python3 - ../README.md COMPAT.md <<'PY'
+import sys
+readme, compat = sys.argv[1], open(sys.argv[2]).read()
+text = open(readme).read()
+begin, end = "<!-- compat:begin -->\n", "<!-- compat:end -->"
+i, j = text.find(begin), text.find(end)
+if i < 0 or j < i:
+    sys.exit("README.md has no compat:begin/compat:end markers")
+open(readme, "w").write(text[: i + len(begin)] + compat + text[j:])
+PY
+  echo "== e2e: COMPAT.md copied into README.md"
+fi

@@ -3,9 +3,12 @@ package harness
 import (
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -55,6 +58,9 @@ type Kproxy struct {
 	*Proc
 	Addr      string // Kafka clients connect here
 	AdminAddr string // /healthz /readyz /metrics
+
+	name, upstream string   // for Restart
+	extra          []string // for Restart
 }
 
 // StartKproxyDemo runs `kproxy demo` on free loopback ports: kproxy in
@@ -100,4 +106,62 @@ func (k *Kproxy) Shutdown(t testing.TB, timeout time.Duration) {
 		t.Fatalf("kproxy could not flush its spans on shutdown:\n%s", k.Tail(30))
 	}
 	t.Logf("kproxy stopped cleanly %v after SIGTERM", time.Since(start).Round(time.Millisecond))
+}
+
+// StartKproxy runs `kproxy run` listening on listen, in front of upstream,
+// with its admin server on a free port, and returns once /readyz answers
+// 200 (which needs upstream to be dialable). extra adds flags.
+func StartKproxy(t testing.TB, name, listen, upstream string, extra ...string) *Kproxy {
+	t.Helper()
+	admin := fmt.Sprintf("127.0.0.1:%d", FreePorts(t, 1)[0])
+	return startKproxyAt(t, name, listen, admin, upstream, extra)
+}
+
+func startKproxyAt(t testing.TB, name, listen, admin, upstream string, extra []string) *Kproxy {
+	t.Helper()
+	k := &Kproxy{Addr: listen, AdminAddr: admin, upstream: upstream, name: name, extra: extra}
+	args := append([]string{"run", "--listen", listen, "--upstream", upstream, "--admin", admin}, extra...)
+	k.Proc = Start(t, name, KproxyBinary(t), args, Env(), "")
+	if err := waitHTTP(k.Proc, "http://"+admin+"/readyz", 20*time.Second); err != nil {
+		t.Fatalf("%s did not become ready: %v\n%s", name, err, k.Tail(20))
+	}
+	return k
+}
+
+// Restart stops kproxy with SIGTERM (it drains) and starts it again on the
+// same addresses, returning the new process.
+func (k *Kproxy) Restart(t testing.TB, drain time.Duration) *Kproxy {
+	t.Helper()
+	if err := k.Stop(syscall.SIGTERM, drain); err != nil {
+		t.Fatalf("%s after SIGTERM: %v\n%s", k.name, err, k.Tail(20))
+	}
+	return startKproxyAt(t, k.name, k.Addr, k.AdminAddr, k.upstream, k.extra)
+}
+
+// Metric is the value of a Prometheus sample line of kproxy's /metrics
+// whose name and labels are exactly series (e.g. `kproxy_connections_open`
+// or `kproxy_requests_total{api="Produce"}`); 0 when absent.
+func (k *Kproxy) Metric(t testing.TB, series string) float64 {
+	t.Helper()
+	resp, err := http.Get("http://" + k.AdminAddr + "/metrics")
+	if err != nil {
+		t.Fatalf("scraping %s: %v", k.name, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		rest, ok := strings.CutPrefix(line, series+" ")
+		if !ok {
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
+		if err != nil {
+			t.Fatalf("metric line %q: %v", line, err)
+		}
+		return v
+	}
+	return 0
 }

@@ -1,0 +1,271 @@
+package e2e
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/kproxy/kproxy/e2e/kclients"
+)
+
+// scenario is one matrix column.
+type scenario struct {
+	name  string
+	needs []kclients.Feature
+	core  bool // also run against the older brokers
+	run   func(c *cell) error
+}
+
+func (s scenario) unsupported(d kclients.Driver) string {
+	for _, f := range s.needs {
+		if why := d.Unsupported(f); why != "" {
+			return why
+		}
+	}
+	if s.name == "perf-tools" {
+		if _, ok := d.(kclients.PerfDriver); !ok {
+			return "ships no load tools"
+		}
+	}
+	return ""
+}
+
+// compatScenarios are the matrix columns, in order.
+var compatScenarios = []scenario{
+	{name: "produce-consume", core: true, run: func(c *cell) error { return c.roundTrip("", "none", "all") }},
+	{name: "gzip", needs: []kclients.Feature{kclients.Gzip}, run: func(c *cell) error { return c.roundTrip("", "gzip", "all") }},
+	{name: "snappy", needs: []kclients.Feature{kclients.Snappy}, run: func(c *cell) error { return c.roundTrip("", "snappy", "all") }},
+	{name: "lz4", needs: []kclients.Feature{kclients.LZ4}, run: func(c *cell) error { return c.roundTrip("", "lz4", "all") }},
+	{name: "zstd", needs: []kclients.Feature{kclients.Zstd}, core: true, run: func(c *cell) error { return c.roundTrip("", "zstd", "all") }},
+	{name: "acks=0", needs: []kclients.Feature{kclients.Acks0}, run: func(c *cell) error { return c.roundTrip("", "none", "0") }},
+	{name: "rebalance", needs: []kclients.Feature{kclients.Rebalance}, core: true, run: (*cell).rebalance},
+	{name: "kip848", needs: []kclients.Feature{kclients.KIP848}, run: (*cell).kip848},
+	{name: "transactions", needs: []kclients.Feature{kclients.Transactions}, core: true, run: (*cell).transactions},
+	{name: "sasl-plain", needs: []kclients.Feature{kclients.SASLPlain}, run: func(c *cell) error { return c.roundTrip("PLAIN", "none", "all") }},
+	{name: "sasl-scram512", needs: []kclients.Feature{kclients.SASLScram}, core: true, run: func(c *cell) error { return c.roundTrip("SCRAM-SHA-512", "none", "all") }},
+	{name: "admin", needs: []kclients.Feature{kclients.Admin}, core: true, run: (*cell).admin},
+	{name: "perf-tools", needs: []kclients.Feature{kclients.PerfTools}, run: (*cell).perf},
+}
+
+// records are n keyed records of varied length, tagged so that records of
+// different cells never look alike.
+func records(tag string, n int) []kclients.Record {
+	recs := make([]kclients.Record, n)
+	for i := range recs {
+		v := strings.Repeat(fmt.Sprintf("%s:%d|", tag, i), 1+i%23)
+		recs[i] = kclients.Record{Key: fmt.Sprintf("%s-%05d", tag, i), Value: v}
+	}
+	return recs
+}
+
+// digest is an order-free sha256 over key and value of recs, for the log.
+func digest(recs []kclients.Record) string {
+	lines := make([]string, len(recs))
+	for i, r := range recs {
+		lines[i] = r.Key + "\t" + r.Value
+	}
+	sort.Strings(lines)
+	h := sha256.Sum256([]byte(strings.Join(lines, "\n")))
+	return hex.EncodeToString(h[:8])
+}
+
+// check compares what a consumer received with what was produced: every
+// record arrives, byte-equal; with once, exactly once; none of forbidden
+// arrives. It returns the digest of what arrived.
+func check(want []kclients.Record, got []kclients.Delivered, once bool, forbidden []kclients.Record) (string, error) {
+	wantVal := make(map[string]string, len(want))
+	for _, r := range want {
+		wantVal[r.Key] = r.Value
+	}
+	bad := make(map[string]bool, len(forbidden))
+	for _, r := range forbidden {
+		bad[r.Key] = true
+	}
+	count := map[string]int{}
+	var problems []string
+	note := func(format string, a ...any) {
+		if len(problems) < 5 {
+			problems = append(problems, fmt.Sprintf(format, a...))
+		}
+	}
+	var arrived []kclients.Record
+	for _, d := range got {
+		switch v, ok := wantVal[d.Key]; {
+		case bad[d.Key]:
+			note("record %s of an aborted transaction was delivered", d.Key)
+		case !ok:
+			note("unexpected record %q", d.Key)
+		case v != d.Value:
+			note("record %s: value differs (%d bytes, want %d)", d.Key, len(d.Value), len(v))
+		default:
+			if count[d.Key] == 0 {
+				arrived = append(arrived, kclients.Record{Key: d.Key, Value: d.Value})
+			}
+			count[d.Key]++
+		}
+	}
+	missing, dups := 0, 0
+	for k := range wantVal {
+		switch n := count[k]; {
+		case n == 0:
+			missing++
+		case n > 1:
+			dups += n - 1
+		}
+	}
+	if missing > 0 {
+		note("%d of %d records missing", missing, len(want))
+	}
+	if once && dups > 0 {
+		note("%d duplicate deliveries", dups)
+	}
+	sum := digest(arrived)
+	if len(problems) > 0 {
+		return sum, fmt.Errorf("%s", strings.Join(problems, "; "))
+	}
+	if sum != digest(want) {
+		return sum, fmt.Errorf("digest %s, want %s", sum, digest(want))
+	}
+	return sum, nil
+}
+
+// roundTrip produces the cell's records with compression and acks, then
+// consumes them by group: each must arrive once, byte-equal.
+func (c *cell) roundTrip(sasl, compression, acks string) error {
+	c.env.kafka.CreateTopic(c.t, c.topic, compatParts)
+	want := records(c.topic, compatRecords)
+	ctx, cancel := c.ctx()
+	defer cancel()
+	po := kclients.ProduceOpts{Conn: c.conn(sasl), Topic: c.topic, Acks: acks, Compression: compression}
+	if err := c.driver.Produce(ctx, po, want); err != nil {
+		return fmt.Errorf("produce: %w", err)
+	}
+	got, err := c.driver.Consume(ctx, kclients.ConsumeOpts{Conn: c.conn(sasl), Topic: c.topic, Group: c.topic,
+		Count: len(want), Timeout: compatTimeout, Protocol: "classic", Members: 1})
+	if err != nil {
+		return fmt.Errorf("consume: %w", err)
+	}
+	sum, err := check(want, got, true, nil)
+	if err != nil {
+		return err
+	}
+	c.t.Logf("%s: %d records, digest %s", c.path.name, len(want), sum)
+	return nil
+}
+
+// rebalance runs two members of one group at once. Half the records are
+// there before they join; the other half is produced once the group is
+// stable with both members holding partitions, so both must receive some.
+// Each record arrives at least once (a rebalance may redeliver records
+// whose offsets were not committed yet).
+func (c *cell) rebalance() error {
+	c.env.kafka.CreateTopic(c.t, c.topic, compatParts)
+	want := records(c.topic, compatRecords)
+	first, second := want[:len(want)/2], want[len(want)/2:]
+	ctx, cancel := c.ctx()
+	defer cancel()
+	po := kclients.ProduceOpts{Conn: c.conn(""), Topic: c.topic, Acks: "all", Compression: "none"}
+	if err := c.driver.Produce(ctx, po, first); err != nil {
+		return fmt.Errorf("produce: %w", err)
+	}
+	type result struct {
+		got []kclients.Delivered
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		got, err := c.driver.Consume(ctx, kclients.ConsumeOpts{Conn: c.conn(""), Topic: c.topic, Group: c.topic,
+			Count: len(want), Timeout: compatTimeout, Protocol: "classic", Members: 2})
+		done <- result{got, err}
+	}()
+	if err := c.env.kafka.WaitGroupMembers(ctx, c.topic, 2); err != nil {
+		cancel()
+		<-done
+		return err
+	}
+	if err := c.driver.Produce(ctx, po, second); err != nil {
+		return fmt.Errorf("produce after the rebalance: %w", err)
+	}
+	r := <-done
+	if r.err != nil {
+		return fmt.Errorf("consume: %w", r.err)
+	}
+	if _, err := check(want, r.got, false, nil); err != nil {
+		return err
+	}
+	per := map[int]int{}
+	for _, d := range r.got {
+		per[d.Member]++
+	}
+	if per[0] == 0 || per[1] == 0 {
+		return fmt.Errorf("records per member %v: both members must get partitions", per)
+	}
+	c.t.Logf("%s: records per member %v", c.path.name, per)
+	return nil
+}
+
+// kip848 consumes with the consumer group protocol of KIP-848; through
+// kproxy it checks that the client really used ConsumerGroupHeartbeat.
+func (c *cell) kip848() error {
+	c.env.kafka.CreateTopic(c.t, c.topic, compatParts)
+	want := records(c.topic, compatRecords)
+	ctx, cancel := c.ctx()
+	defer cancel()
+	if err := c.driver.Produce(ctx, kclients.ProduceOpts{Conn: c.conn(""), Topic: c.topic, Acks: "all", Compression: "none"}, want); err != nil {
+		return fmt.Errorf("produce: %w", err)
+	}
+	const hb = `kproxy_requests_total{api="ConsumerGroupHeartbeat"}`
+	var before float64
+	if k := c.kproxy(""); k != nil {
+		before = k.Metric(c.t, hb)
+	}
+	got, err := c.driver.Consume(ctx, kclients.ConsumeOpts{Conn: c.conn(""), Topic: c.topic, Group: c.topic,
+		Count: len(want), Timeout: compatTimeout, Protocol: "consumer", Members: 1})
+	if err != nil {
+		return fmt.Errorf("consume: %w", err)
+	}
+	if _, err := check(want, got, true, nil); err != nil {
+		return err
+	}
+	if k := c.kproxy(""); k != nil && k.Metric(c.t, hb) == before {
+		return fmt.Errorf("no ConsumerGroupHeartbeat passed through kproxy: the client fell back to the classic protocol")
+	}
+	return nil
+}
+
+// transactions produces an aborted transaction then a committed one; a
+// read_committed consumer gets exactly the committed records.
+func (c *cell) transactions() error {
+	c.env.kafka.CreateTopic(c.t, c.topic, compatParts)
+	want := records(c.topic, compatRecords)
+	aborted := records(c.topic+"-aborted", compatAborted)
+	ctx, cancel := c.ctx()
+	defer cancel()
+	po := kclients.ProduceOpts{Conn: c.conn(""), Topic: c.topic, Acks: "all", Compression: "none",
+		TransactionalID: c.topic, Aborted: aborted}
+	if err := c.driver.Produce(ctx, po, want); err != nil {
+		return fmt.Errorf("transactional produce: %w", err)
+	}
+	got, err := c.driver.Consume(ctx, kclients.ConsumeOpts{Conn: c.conn(""), Topic: c.topic, Group: c.topic,
+		Count: len(want), Timeout: compatTimeout, Protocol: "classic", ReadCommitted: true, Members: 1})
+	if err != nil {
+		return fmt.Errorf("read_committed consume: %w", err)
+	}
+	_, err = check(want, got, true, aborted)
+	return err
+}
+
+func (c *cell) admin() error {
+	ctx, cancel := c.ctx()
+	defer cancel()
+	return c.driver.Admin(ctx, kclients.AdminOpts{Conn: c.conn(""), Topic: c.topic, Partitions: 3})
+}
+
+func (c *cell) perf() error {
+	c.env.kafka.CreateTopic(c.t, c.topic, compatParts)
+	ctx, cancel := c.ctx()
+	defer cancel()
+	return c.driver.(kclients.PerfDriver).Perf(ctx, c.conn(""), c.topic, compatPerfRecs, 100)
+}

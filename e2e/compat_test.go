@@ -1,0 +1,189 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kproxy/kproxy/e2e/harness"
+	"github.com/kproxy/kproxy/e2e/kclients"
+)
+
+// Sizes of one scenario: enough records to span several batches and all
+// partitions, few enough that ~100 scenario runs take minutes.
+const (
+	compatRecords  = 1000
+	compatAborted  = 200
+	compatTimeout  = 60 * time.Second
+	compatParts    = 4
+	compatPerfRecs = 50_000
+)
+
+// TestCompat runs every client library through every scenario it
+// supports, against each Apache Kafka version run.sh fetched, once direct
+// to the broker (the control) and once through kproxy, and writes the
+// pass/fail matrix to COMPAT.md. The newest broker runs every scenario,
+// older ones the core scenarios.
+func TestCompat(t *testing.T) {
+	versions := harness.KafkaVersions(t)
+	drivers := compatDrivers(t)
+	m := newMatrix(drivers, compatScenarios)
+	for i, v := range versions {
+		t.Run("kafka-"+v, func(t *testing.T) {
+			k := harness.StartKafka(t, v)
+			env := &compatEnv{
+				kafka: k,
+				plain: harness.StartKproxy(t, "kproxy-plain", k.ProxyAddr, k.Proxied),
+				sasl:  harness.StartKproxy(t, "kproxy-sasl", k.ProxySASLAddr, k.ProxiedSASL),
+			}
+			for _, d := range drivers {
+				t.Run(slug(d.Name()), func(t *testing.T) {
+					for _, s := range compatScenarios {
+						if i > 0 && !s.core {
+							continue
+						}
+						if why := s.unsupported(d); why != "" {
+							m.set(v, d, s, cellUnsupported, why)
+							continue
+						}
+						t.Run(s.name, func(t *testing.T) {
+							err := env.runCell(t, d, s)
+							if err != nil {
+								m.set(v, d, s, cellFail, err.Error())
+								t.Fatal(err)
+							}
+							m.set(v, d, s, cellPass, "")
+						})
+					}
+				})
+			}
+			env.requireNoOpenConnections(t)
+		})
+	}
+	path := filepath.Join(harness.E2EDir(t), "COMPAT.md")
+	if err := os.WriteFile(path, []byte(m.markdown(versions)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("wrote %s", path)
+}
+
+// compatEnv is one broker with its two kproxies (PLAINTEXT and SASL).
+type compatEnv struct {
+	kafka       *harness.Kafka
+	plain, sasl *harness.Kproxy
+}
+
+// path is a way to reach the broker.
+type path struct {
+	name    string // "direct" or "kproxy"
+	proxied bool
+}
+
+var paths = []path{{"direct", false}, {"kproxy", true}}
+
+// runCell runs s with d direct (the control) then through kproxy. Both
+// must pass; through kproxy the client must have used kproxy and nothing
+// else, and direct it must not have touched kproxy.
+func (e *compatEnv) runCell(t *testing.T, d kclients.Driver, s scenario) error {
+	for _, p := range paths {
+		start := time.Now()
+		conns := e.connections(t)
+		c := &cell{t: t, env: e, driver: d, path: p, topic: slug(fmt.Sprintf("%s-%s-%s", d.Name(), s.name, p.name))}
+		if err := s.run(c); err != nil {
+			return fmt.Errorf("%s: %w", p.name, err)
+		}
+		delta := e.connections(t) - conns
+		switch {
+		case p.proxied && delta == 0:
+			return fmt.Errorf("kproxy: the client passed but made no connection through kproxy")
+		case !p.proxied && delta != 0:
+			return fmt.Errorf("direct: the control run made %v connections through kproxy", delta)
+		}
+		t.Logf("%s: pass in %v", p.name, time.Since(start).Round(time.Millisecond))
+	}
+	return nil
+}
+
+func (e *compatEnv) connections(t *testing.T) float64 {
+	return e.plain.Metric(t, "kproxy_connections_total") + e.sasl.Metric(t, "kproxy_connections_total")
+}
+
+// requireNoOpenConnections fails unless every client connection through
+// the kproxies has closed (each with its upstream), a few seconds after
+// the last client exited.
+func (e *compatEnv) requireNoOpenConnections(t *testing.T) {
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		open := e.plain.Metric(t, "kproxy_connections_open") + e.sasl.Metric(t, "kproxy_connections_open")
+		if open == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%v connections still open through kproxy 15s after the last client finished", open)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// cell is one scenario run by one driver over one path.
+type cell struct {
+	t      *testing.T
+	env    *compatEnv
+	driver kclients.Driver
+	path   path
+	topic  string
+}
+
+// conn is how the driver reaches the broker on this path, with sasl ("",
+// "PLAIN" or "SCRAM-SHA-512").
+func (c *cell) conn(sasl string) kclients.Conn {
+	k := c.env.kafka
+	switch {
+	case sasl == "" && c.path.proxied:
+		return kclients.Conn{Bootstrap: k.ProxyAddr}
+	case sasl == "":
+		return kclients.Conn{Bootstrap: k.Direct}
+	}
+	cn := kclients.Conn{Bootstrap: k.DirectSASL}
+	if c.path.proxied {
+		cn.Bootstrap = k.ProxySASLAddr
+	}
+	cn.SASL = kclients.SASL{Mechanism: sasl, User: harness.ScramUser, Password: harness.ScramPassword}
+	if sasl == "PLAIN" {
+		cn.SASL.User, cn.SASL.Password = harness.PlainUser, harness.PlainPassword
+	}
+	return cn
+}
+
+func (c *cell) ctx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), 3*compatTimeout)
+}
+
+// kproxy is the kproxy on this cell's path for sasl, or nil when direct.
+func (c *cell) kproxy(sasl string) *harness.Kproxy {
+	if !c.path.proxied {
+		return nil
+	}
+	if sasl != "" {
+		return c.env.sasl
+	}
+	return c.env.plain
+}
+
+// slug makes a name safe for topics, groups and test names.
+func slug(s string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(s) {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-', r == '.':
+			b.WriteRune(r)
+		default:
+			b.WriteByte('-')
+		}
+	}
+	return strings.Trim(b.String(), "-")
+}

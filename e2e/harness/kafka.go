@@ -1,0 +1,294 @@
+package harness
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// Environment set by e2e/run.sh, which fetches the brokers with Maven.
+const (
+	// KafkaVersionsEnv lists the Apache Kafka versions to test, newest
+	// first ("4.4.0 3.9.2"). The first runs every scenario; the others
+	// run the core ones.
+	KafkaVersionsEnv = "KPROXY_E2E_KAFKA_VERSIONS"
+	// CacheEnv is the download cache: CACHE/kafka-V/libs holds the jars
+	// of version V (broker, tools and Java client).
+	CacheEnv = "KPROXY_E2E_CACHE"
+)
+
+// Users the brokers know. PLAIN users live in the broker's JAAS config,
+// SCRAM users are written into the metadata log when storage is formatted.
+const (
+	PlainUser     = "alice"
+	PlainPassword = "alice-secret"
+	ScramUser     = "bob"
+	ScramPassword = "bob-secret"
+)
+
+// KafkaVersions is $KPROXY_E2E_KAFKA_VERSIONS, newest first; the test
+// fails with what to run when it is unset.
+func KafkaVersions(t testing.TB) []string {
+	t.Helper()
+	v := strings.Fields(os.Getenv(KafkaVersionsEnv))
+	if len(v) == 0 || os.Getenv(CacheEnv) == "" {
+		t.Fatalf("%s and %s are not set: run the suite with `bash e2e/run.sh` from the repository root; "+
+			"it fetches Apache Kafka from Maven Central (Maven and a JDK 17+ must be installed) and sets them", KafkaVersionsEnv, CacheEnv)
+	}
+	return v
+}
+
+// KafkaLibs is the folder of jars for version, failing the test when
+// run.sh has not fetched it.
+func KafkaLibs(t testing.TB, version string) string {
+	t.Helper()
+	dir := filepath.Join(os.Getenv(CacheEnv), "kafka-"+version, "libs")
+	if m, _ := filepath.Glob(filepath.Join(dir, "kafka_2.13-*.jar")); len(m) == 0 {
+		t.Fatalf("no Apache Kafka %s jars in %s: run `bash e2e/run.sh`, which fetches them with Maven", version, dir)
+	}
+	return dir
+}
+
+// Java is the java command, failing the test when there is none.
+func Java(t testing.TB) string {
+	t.Helper()
+	p, err := exec.LookPath("java")
+	if err != nil {
+		t.Fatal("java is not on PATH: install a JDK 17+ (Debian: apt-get install openjdk-17-jdk-headless)")
+	}
+	return p
+}
+
+// Kafka is a single-node KRaft Apache Kafka broker on 127.0.0.1 with five
+// listeners: DIRECT and DIRECTSASL advertise their own address (the
+// control path), PROXIED and PROXIEDSASL advertise kproxy's address, as a
+// sidecar deployment does, so clients that bootstrap through kproxy stay
+// behind it.
+type Kafka struct {
+	*Proc
+	Version string
+	Libs    string
+
+	Direct      string // PLAINTEXT, advertised as itself
+	DirectSASL  string // SASL_PLAINTEXT (PLAIN, SCRAM-SHA-512), as itself
+	Proxied     string // PLAINTEXT, advertised as ProxyAddr
+	ProxiedSASL string // SASL_PLAINTEXT, advertised as ProxySASLAddr
+
+	// Where kproxy must listen for the advertised addresses to be right.
+	ProxyAddr, ProxySASLAddr string
+
+	controller string
+	dir        string // config and data
+}
+
+// StartKafka formats storage and starts a broker of version, with free
+// ports for its listeners and for the two kproxy addresses it advertises.
+// It returns once the broker answers Metadata on its DIRECT listener.
+func StartKafka(t testing.TB, version string) *Kafka {
+	t.Helper()
+	p := FreePorts(t, 7)
+	k := &Kafka{
+		Version:       version,
+		Libs:          KafkaLibs(t, version),
+		Direct:        fmt.Sprintf("127.0.0.1:%d", p[0]),
+		controller:    fmt.Sprintf("127.0.0.1:%d", p[1]),
+		Proxied:       fmt.Sprintf("127.0.0.1:%d", p[2]),
+		DirectSASL:    fmt.Sprintf("127.0.0.1:%d", p[3]),
+		ProxiedSASL:   fmt.Sprintf("127.0.0.1:%d", p[4]),
+		ProxyAddr:     fmt.Sprintf("127.0.0.1:%d", p[5]),
+		ProxySASLAddr: fmt.Sprintf("127.0.0.1:%d", p[6]),
+		dir:           t.TempDir(),
+	}
+	props := filepath.Join(k.dir, "server.properties")
+	if err := os.WriteFile(props, []byte(k.properties()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	id := make([]byte, 16)
+	rand.Read(id)
+	clusterID := base64.RawURLEncoding.EncodeToString(id)
+	format := exec.Command(Java(t), append(k.jvmArgs(), "kafka.tools.StorageTool", "format",
+		"-t", clusterID, "-c", props,
+		"--add-scram", fmt.Sprintf("SCRAM-SHA-512=[name=%s,password=%s]", ScramUser, ScramPassword))...)
+	if out, err := format.CombinedOutput(); err != nil {
+		t.Fatalf("formatting Kafka %s storage: %v\n%s", version, err, out)
+	}
+	k.start(t)
+	return k
+}
+
+func (k *Kafka) start(t testing.TB) {
+	t.Helper()
+	start := time.Now()
+	args := append(k.jvmArgs(), "-Xms256m", "-Xmx768m", "kafka.Kafka", filepath.Join(k.dir, "server.properties"))
+	k.Proc = Start(t, "kafka-"+k.Version, Java(t), args, Env(), k.dir)
+	if err := k.waitReady(90 * time.Second); err != nil {
+		t.Fatalf("Kafka %s did not come up: %v\n%s", k.Version, err, k.Tail(40))
+	}
+	t.Logf("Kafka %s ready in %v (direct %s, proxied %s → kproxy %s, sasl %s → kproxy %s)",
+		k.Version, time.Since(start).Round(time.Millisecond), k.Direct, k.Proxied, k.ProxyAddr, k.ProxiedSASL, k.ProxySASLAddr)
+}
+
+// Restart stops the broker with SIGTERM (a controlled shutdown) and starts
+// it again on the same ports and data.
+func (k *Kafka) Restart(t testing.TB) {
+	t.Helper()
+	if err := k.Stop(syscall.SIGTERM, 60*time.Second); err != nil {
+		t.Logf("Kafka %s exit after SIGTERM: %v", k.Version, err)
+	}
+	k.start(t)
+}
+
+// waitReady polls Metadata on the DIRECT listener until the broker lists
+// itself, or the process dies, or timeout passes.
+func (k *Kafka) waitReady(timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	var last error
+	for time.Now().Before(deadline) {
+		select {
+		case <-k.Exited():
+			return fmt.Errorf("broker exited: %v", k.ExitErr())
+		default:
+		}
+		last = k.ping()
+		if last == nil {
+			return nil
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	return fmt.Errorf("no Metadata answer in %v: %v", timeout, last)
+}
+
+func (k *Kafka) ping() error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(k.Direct), kgo.RequestRetries(0))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	m, err := kadm.NewClient(cl).BrokerMetadata(ctx)
+	if err != nil {
+		return err
+	}
+	if len(m.Brokers) == 0 || m.Controller < 0 {
+		return fmt.Errorf("metadata lists %d brokers, controller %d", len(m.Brokers), m.Controller)
+	}
+	return nil
+}
+
+// Admin is a franz-go admin client on the DIRECT listener, closed with the test.
+func (k *Kafka) Admin(t testing.TB) *kadm.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(k.Direct))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return kadm.NewClient(cl)
+}
+
+// CreateTopic creates topic with partitions on the DIRECT listener.
+func (k *Kafka) CreateTopic(t testing.TB, topic string, partitions int32) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := k.Admin(t).CreateTopic(ctx, partitions, 1, nil, topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		t.Fatalf("creating topic %s: %v", topic, err)
+	}
+}
+
+func (k *Kafka) jvmArgs() []string {
+	return []string{
+		"-cp", filepath.Join(k.Libs, "*"),
+		"-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+		"-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+		"-Djava.security.egd=file:/dev/urandom",
+	}
+}
+
+func (k *Kafka) properties() string {
+	jaasPlain := fmt.Sprintf(`org.apache.kafka.common.security.plain.PlainLoginModule required user_%s="%s";`, PlainUser, PlainPassword)
+	jaasScram := `org.apache.kafka.common.security.scram.ScramLoginModule required;`
+	lines := []string{
+		"process.roles=broker,controller",
+		"node.id=1",
+		"controller.quorum.voters=1@" + k.controller,
+		"controller.listener.names=CONTROLLER",
+		"inter.broker.listener.name=DIRECT",
+		fmt.Sprintf("listeners=DIRECT://%s,CONTROLLER://%s,PROXIED://%s,DIRECTSASL://%s,PROXIEDSASL://%s",
+			k.Direct, k.controller, k.Proxied, k.DirectSASL, k.ProxiedSASL),
+		fmt.Sprintf("advertised.listeners=DIRECT://%s,PROXIED://%s,DIRECTSASL://%s,PROXIEDSASL://%s",
+			k.Direct, k.ProxyAddr, k.DirectSASL, k.ProxySASLAddr),
+		"listener.security.protocol.map=DIRECT:PLAINTEXT,PROXIED:PLAINTEXT,CONTROLLER:PLAINTEXT,DIRECTSASL:SASL_PLAINTEXT,PROXIEDSASL:SASL_PLAINTEXT",
+		"sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-512",
+		"listener.name.directsasl.plain.sasl.jaas.config=" + jaasPlain,
+		"listener.name.proxiedsasl.plain.sasl.jaas.config=" + jaasPlain,
+		"listener.name.directsasl.scram-sha-512.sasl.jaas.config=" + jaasScram,
+		"listener.name.proxiedsasl.scram-sha-512.sasl.jaas.config=" + jaasScram,
+		"log.dirs=" + filepath.Join(k.dir, "data"),
+		"num.partitions=4",
+		"offsets.topic.replication.factor=1",
+		"offsets.topic.num.partitions=4",
+		"transaction.state.log.replication.factor=1",
+		"transaction.state.log.min.isr=1",
+		"transaction.state.log.num.partitions=4",
+		"share.coordinator.state.topic.replication.factor=1",
+		"share.coordinator.state.topic.min.isr=1",
+		"group.initial.rebalance.delay.ms=0",
+		"auto.create.topics.enable=false",
+		"log.flush.interval.messages=1000000",
+	}
+	return strings.Join(lines, "\n") + "\n"
+}
+
+// WaitGroupMembers waits until classic consumer group is Stable with n
+// members that each hold at least one partition.
+func (k *Kafka) WaitGroupMembers(ctx context.Context, group string, n int) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(k.Direct))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	last := "not described yet"
+	for {
+		gs, err := adm.DescribeGroups(ctx, group)
+		if err == nil {
+			g := gs[group]
+			withParts := 0
+			for _, m := range g.Members {
+				if ca, ok := m.Assigned.AsConsumer(); ok && len(ca.Topics) > 0 {
+					withParts++
+				}
+			}
+			if g.Err == nil && g.State == "Stable" && len(g.Members) == n && withParts == n {
+				return nil
+			}
+			last = fmt.Sprintf("state %s, %d members, %d with partitions (%v)", g.State, len(g.Members), withParts, g.Err)
+		} else {
+			last = err.Error()
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("group %s never had %d members holding partitions: %s", group, n, last)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}

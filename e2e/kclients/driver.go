@@ -1,0 +1,121 @@
+// Package kclients drives real Kafka client libraries through one small
+// interface, so the compatibility suite runs the same scenarios with each:
+// Go libraries in process, other languages as driver programs under
+// e2e/clients/ that follow the command-line contract in
+// e2e/clients/CONTRACT.md.
+package kclients
+
+import (
+	"context"
+	"time"
+)
+
+// Record is one record to produce. Keys are unique within a scenario;
+// values are printable ASCII without tabs or newlines, so every driver can
+// pass them through text.
+type Record struct{ Key, Value string }
+
+// Delivered is one record a consumer received.
+type Delivered struct {
+	Member    int // which consumer of the group (0 or 1)
+	Partition int32
+	Key       string
+	Value     string
+}
+
+// SASL is the authentication to use; the zero value is none.
+type SASL struct {
+	Mechanism string // "PLAIN" or "SCRAM-SHA-512"
+	User      string
+	Password  string
+}
+
+// Conn is where and how to connect.
+type Conn struct {
+	Bootstrap string // host:port
+	SASL      SASL
+}
+
+// ProduceOpts describes one produce run.
+type ProduceOpts struct {
+	Conn
+	Topic       string
+	Acks        string // "all" or "0"
+	Compression string // "none", "gzip", "snappy", "lz4" or "zstd"
+	Idempotent  bool
+	// TransactionalID, when set, makes the producer transactional: it
+	// first produces Aborted in a transaction it aborts, then the records
+	// in a transaction it commits.
+	TransactionalID string
+	Aborted         []Record
+}
+
+// ConsumeOpts describes one consume run by consumer group, from the
+// earliest offset.
+type ConsumeOpts struct {
+	Conn
+	Topic string
+	Group string
+	// Count is how many distinct keys to wait for before returning.
+	Count   int
+	Timeout time.Duration
+	// Protocol is "classic" (JoinGroup/SyncGroup) or "consumer" (KIP-848,
+	// ConsumerGroupHeartbeat).
+	Protocol      string
+	ReadCommitted bool
+	// Members is how many consumers join the group (1 or 2); with 2 both
+	// run at once in the same group, so the group rebalances.
+	Members int
+}
+
+// AdminOpts describes the admin scenario: create Topic with Partitions,
+// describe it and check the partition count, delete it and check that it
+// is gone.
+type AdminOpts struct {
+	Conn
+	Topic      string
+	Partitions int
+}
+
+// Feature is something a scenario needs from a client library.
+type Feature string
+
+const (
+	Gzip         Feature = "gzip"
+	Snappy       Feature = "snappy"
+	LZ4          Feature = "lz4"
+	Zstd         Feature = "zstd"
+	Acks0        Feature = "acks=0"
+	Rebalance    Feature = "rebalance"
+	KIP848       Feature = "kip848"
+	Transactions Feature = "transactions"
+	SASLPlain    Feature = "sasl-plain"
+	SASLScram    Feature = "sasl-scram512"
+	Admin        Feature = "admin"
+	PerfTools    Feature = "perf-tools"
+)
+
+// Driver is one client library.
+type Driver interface {
+	// Name is the matrix row, e.g. "franz-go v1.22.3".
+	Name() string
+	// Unsupported says why the library cannot run f, or "" when it can.
+	Unsupported(f Feature) string
+	// Produce writes recs and returns once each is acknowledged (acks=all)
+	// or written (acks=0). It fails on any record's error.
+	Produce(ctx context.Context, o ProduceOpts, recs []Record) error
+	// Consume reads by consumer group until o.Count distinct keys arrived
+	// or o.Timeout passed (an error, with what arrived).
+	Consume(ctx context.Context, o ConsumeOpts) ([]Delivered, error)
+	// Admin runs the admin scenario.
+	Admin(ctx context.Context, o AdminOpts) error
+}
+
+// PerfDriver is a driver that also ships load tools (the Java client's
+// ProducerPerformance and ConsumerPerformance).
+type PerfDriver interface {
+	Driver
+	// Perf produces n records of size bytes with the producer tool, then
+	// reads them back with the consumer tool.
+	Perf(ctx context.Context, c Conn, topic string, n, size int) error
+}

@@ -1,0 +1,238 @@
+package kclients
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+)
+
+// Franz drives github.com/twmb/franz-go.
+type Franz struct{ Version string }
+
+func (d Franz) Name() string             { return "franz-go " + d.Version }
+func (Franz) Unsupported(Feature) string { return "" }
+
+func (Franz) opts(c Conn) ([]kgo.Opt, error) {
+	o := []kgo.Opt{kgo.SeedBrokers(c.Bootstrap), kgo.RetryTimeout(30 * time.Second)}
+	switch c.SASL.Mechanism {
+	case "":
+	case "PLAIN":
+		o = append(o, kgo.SASL(plain.Auth{User: c.SASL.User, Pass: c.SASL.Password}.AsMechanism()))
+	case "SCRAM-SHA-512":
+		o = append(o, kgo.SASL(scram.Auth{User: c.SASL.User, Pass: c.SASL.Password}.AsSha512Mechanism()))
+	default:
+		return nil, fmt.Errorf("franz-go: SASL mechanism %q", c.SASL.Mechanism)
+	}
+	return o, nil
+}
+
+func codec(name string) (kgo.CompressionCodec, error) {
+	switch name {
+	case "", "none":
+		return kgo.NoCompression(), nil
+	case "gzip":
+		return kgo.GzipCompression(), nil
+	case "snappy":
+		return kgo.SnappyCompression(), nil
+	case "lz4":
+		return kgo.Lz4Compression(), nil
+	case "zstd":
+		return kgo.ZstdCompression(), nil
+	}
+	return kgo.NoCompression(), fmt.Errorf("unknown compression %q", name)
+}
+
+func (d Franz) Produce(ctx context.Context, o ProduceOpts, recs []Record) error {
+	opts, err := d.opts(o.Conn)
+	if err != nil {
+		return err
+	}
+	c, err := codec(o.Compression)
+	if err != nil {
+		return err
+	}
+	opts = append(opts, kgo.DefaultProduceTopic(o.Topic), kgo.ProducerBatchCompression(c))
+	if o.Acks == "0" {
+		opts = append(opts, kgo.RequiredAcks(kgo.NoAck()), kgo.DisableIdempotentWrite())
+	} else if !o.Idempotent && o.TransactionalID == "" {
+		opts = append(opts, kgo.RequiredAcks(kgo.AllISRAcks()))
+	}
+	if o.TransactionalID != "" {
+		opts = append(opts, kgo.TransactionalID(o.TransactionalID))
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	if o.TransactionalID != "" {
+		if err := franzTxn(ctx, cl, o.Aborted, kgo.TryAbort); err != nil {
+			return fmt.Errorf("aborted transaction: %w", err)
+		}
+		return franzTxn(ctx, cl, recs, kgo.TryCommit)
+	}
+	return franzProduce(ctx, cl, recs)
+}
+
+func franzTxn(ctx context.Context, cl *kgo.Client, recs []Record, end kgo.TransactionEndTry) error {
+	if err := cl.BeginTransaction(); err != nil {
+		return err
+	}
+	if err := franzProduce(ctx, cl, recs); err != nil {
+		return err
+	}
+	return cl.EndTransaction(ctx, end)
+}
+
+func franzProduce(ctx context.Context, cl *kgo.Client, recs []Record) error {
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+	)
+	for _, r := range recs {
+		wg.Add(1)
+		cl.Produce(ctx, &kgo.Record{Key: []byte(r.Key), Value: []byte(r.Value)}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				mu.Lock()
+				first = cmpOr(first, err)
+				mu.Unlock()
+			}
+			wg.Done()
+		})
+	}
+	wg.Wait()
+	return first
+}
+
+func cmpOr(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+func (d Franz) Consume(ctx context.Context, o ConsumeOpts) ([]Delivered, error) {
+	opts, err := d.opts(o.Conn)
+	if err != nil {
+		return nil, err
+	}
+	opts = append(opts, kgo.ConsumeTopics(o.Topic), kgo.ConsumerGroup(o.Group), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if o.ReadCommitted {
+		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	var (
+		mu   sync.Mutex
+		got  []Delivered
+		seen = map[string]bool{}
+		done = make(chan struct{})
+		once sync.Once
+	)
+	members := max(o.Members, 1)
+	var wg sync.WaitGroup
+	var errs []error
+	for m := range members {
+		mopts := append([]kgo.Opt{}, opts...)
+		if o.Protocol == "consumer" {
+			// KIP-848 needs a balancer the broker implements.
+			mopts = append(mopts, kgo.ServerSideBalancer(), kgo.Balancers(kgo.RangeBalancer()))
+		}
+		cl, err := kgo.NewClient(mopts...)
+		if err != nil {
+			return nil, err
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer cl.Close()
+			for {
+				fs := cl.PollFetches(ctx)
+				if ctx.Err() != nil {
+					return
+				}
+				select {
+				case <-done:
+					return
+				default:
+				}
+				fs.EachError(func(t string, p int32, err error) {
+					mu.Lock()
+					errs = append(errs, fmt.Errorf("member %d %s[%d]: %w", m, t, p, err))
+					mu.Unlock()
+				})
+				mu.Lock()
+				fs.EachRecord(func(r *kgo.Record) {
+					got = append(got, Delivered{Member: m, Partition: r.Partition, Key: string(r.Key), Value: string(r.Value)})
+					seen[string(r.Key)] = true
+				})
+				if len(seen) >= o.Count {
+					once.Do(func() { close(done) })
+				}
+				mu.Unlock()
+				if err := cl.CommitUncommittedOffsets(ctx); err != nil && ctx.Err() == nil {
+					mu.Lock()
+					errs = append(errs, fmt.Errorf("member %d commit: %w", m, err))
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	select {
+	case <-done:
+	case <-ctx.Done():
+	}
+	cancel()
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) < o.Count {
+		return got, fmt.Errorf("%d of %d keys after %v: %w", len(seen), o.Count, o.Timeout, errors.Join(errs...))
+	}
+	return got, nil
+}
+
+func (d Franz) Admin(ctx context.Context, o AdminOpts) error {
+	opts, err := d.opts(o.Conn)
+	if err != nil {
+		return err
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	if r, err := adm.CreateTopic(ctx, int32(o.Partitions), 1, nil, o.Topic); err != nil || r.Err != nil {
+		return fmt.Errorf("create %s: %w", o.Topic, errors.Join(err, r.Err))
+	}
+	td, err := adm.ListTopics(ctx, o.Topic)
+	if err != nil {
+		return fmt.Errorf("describe %s: %w", o.Topic, err)
+	}
+	if n := len(td[o.Topic].Partitions); n != o.Partitions {
+		return fmt.Errorf("describe %s: %d partitions, want %d", o.Topic, n, o.Partitions)
+	}
+	if r, err := adm.DeleteTopic(ctx, o.Topic); err != nil || r.Err != nil {
+		return fmt.Errorf("delete %s: %w", o.Topic, errors.Join(err, r.Err))
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		td, err := adm.ListTopics(ctx)
+		if err == nil && !td.Has(o.Topic) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s still listed 30s after its deletion (%v)", o.Topic, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
