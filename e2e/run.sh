@@ -40,10 +40,11 @@ for v in $KAFKA_VERSIONS; do
   fi
   echo "== e2e: fetching Apache Kafka $v with Maven into $dir"
   rm -rf "$dir"
-  mvn -q -B -f kafka/pom.xml -Dkafka.version="$v" dependency:copy-dependencies -DoutputDirectory="$dir/libs"
+  mvn -q -B -Dstyle.color=never -f kafka/pom.xml -Dkafka.version="$v" dependency:copy-dependencies -DoutputDirectory="$dir/libs"
   echo "$stamp" >"$dir/stamp"
 done
 
+shopt -s nullglob
 for install in clients/*/install.sh; do
   echo "== e2e: $install"
   bash "$install" "$cache"
