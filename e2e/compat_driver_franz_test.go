@@ -11,7 +11,7 @@ import (
 )
 
 func init() {
-	registerDriver(30, func(t *testing.T) kclients.Driver {
+	registerDriver(30, "franz-go", func(t *testing.T) kclients.Driver {
 		return kclients.Franz{Version: moduleVersion(t, "github.com/twmb/franz-go")}
 	})
 }

@@ -11,34 +11,34 @@ import (
 	"github.com/kproxy/kproxy/e2e/kclients"
 )
 
-// driverMakers builds the drivers, registered by each driver's file with
-// its place in the matrix (lower rows first).
-var driverMakers []struct {
-	row  int
+// driverEntry is a client library of the matrix, registered by its
+// driver's file. Its driver is made the first time a test needs it, so a
+// library that is not installed fails its own row only.
+type driverEntry struct {
+	row  int    // place in the matrix, lower first
+	id   string // stable test name, e.g. "java"
 	make func(t *testing.T) kclients.Driver
+
+	once sync.Once
+	d    kclients.Driver
 }
 
-func registerDriver(row int, make func(t *testing.T) kclients.Driver) {
-	driverMakers = append(driverMakers, struct {
-		row  int
-		make func(t *testing.T) kclients.Driver
-	}{row, make})
+var driverEntries []*driverEntry
+
+func registerDriver(row int, id string, make func(t *testing.T) kclients.Driver) {
+	driverEntries = append(driverEntries, &driverEntry{row: row, id: id, make: make})
+	slices.SortStableFunc(driverEntries, func(a, b *driverEntry) int { return a.row - b.row })
 }
 
-// compatDrivers builds every registered driver, failing the test (with
-// what to install) when one cannot be set up.
-func compatDrivers(t *testing.T) []kclients.Driver {
-	slices.SortStableFunc(driverMakers, func(a, b struct {
-		row  int
-		make func(t *testing.T) kclients.Driver
-	}) int {
-		return a.row - b.row
-	})
-	var ds []kclients.Driver
-	for _, m := range driverMakers {
-		ds = append(ds, m.make(t))
+// driver makes the entry's driver once; it fails t (with what to
+// install) when the library cannot be set up.
+func (e *driverEntry) driver(t *testing.T) kclients.Driver {
+	first := false
+	e.once.Do(func() { first = true; e.d = e.make(t) })
+	if e.d == nil && !first {
+		t.Fatalf("the %s driver could not be set up: see the first test that tried", e.id)
 	}
-	return ds
+	return e.d
 }
 
 type cellState int
@@ -53,7 +53,8 @@ const (
 // matrix collects the result of each client × scenario × broker.
 type matrix struct {
 	mu        sync.Mutex
-	drivers   []kclients.Driver
+	entries   []*driverEntry
+	names     map[string]string // entry id → library name and version
 	scenarios []scenario
 	cells     map[string]cellResult
 }
@@ -63,14 +64,21 @@ type cellResult struct {
 	why   string
 }
 
-func newMatrix(ds []kclients.Driver, ss []scenario) *matrix {
-	return &matrix{drivers: ds, scenarios: ss, cells: map[string]cellResult{}}
+func newMatrix(es []*driverEntry, ss []scenario) *matrix {
+	return &matrix{entries: es, names: map[string]string{}, scenarios: ss, cells: map[string]cellResult{}}
 }
 
-func (m *matrix) set(version string, d kclients.Driver, s scenario, st cellState, why string) {
+// named records the library name of an entry once its driver exists.
+func (m *matrix) named(e *driverEntry, name string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.cells[version+"\x00"+d.Name()+"\x00"+s.name] = cellResult{st, why}
+	m.names[e.id] = name
+}
+
+func (m *matrix) set(version string, e *driverEntry, s string, st cellState, why string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.cells[version+"\x00"+e.id+"\x00"+s] = cellResult{st, why}
 }
 
 // markdown renders one table per broker version, with footnotes for the
@@ -104,13 +112,17 @@ func (m *matrix) markdown(versions []string) string {
 			b.WriteString("---|")
 		}
 		b.WriteString("\n")
-		for _, d := range m.drivers {
-			fmt.Fprintf(&b, "| %s |", d.Name())
+		for _, e := range m.entries {
+			name := m.names[e.id]
+			if name == "" {
+				name = e.id + " (not set up)"
+			}
+			fmt.Fprintf(&b, "| %s |", name)
 			for _, s := range m.scenarios {
 				if i > 0 && !s.core {
 					continue
 				}
-				c := m.cells[v+"\x00"+d.Name()+"\x00"+s.name]
+				c := m.cells[v+"\x00"+e.id+"\x00"+s.name]
 				text := ""
 				switch c.state {
 				case cellPass:

@@ -30,8 +30,7 @@ const (
 // older ones the core scenarios.
 func TestCompat(t *testing.T) {
 	versions := harness.KafkaVersions(t)
-	drivers := compatDrivers(t)
-	m := newMatrix(drivers, compatScenarios)
+	m := newMatrix(driverEntries, compatScenarios)
 	for i, v := range versions {
 		t.Run("kafka-"+v, func(t *testing.T) {
 			k := harness.StartKafka(t, v)
@@ -40,23 +39,25 @@ func TestCompat(t *testing.T) {
 				plain: harness.StartKproxy(t, "kproxy-plain", k.ProxyAddr, k.Proxied),
 				sasl:  harness.StartKproxy(t, "kproxy-sasl", k.ProxySASLAddr, k.ProxiedSASL),
 			}
-			for _, d := range drivers {
-				t.Run(slug(d.Name()), func(t *testing.T) {
+			for _, e := range driverEntries {
+				t.Run(e.id, func(t *testing.T) {
+					d := e.driver(t)
+					m.named(e, d.Name())
 					for _, s := range compatScenarios {
 						if i > 0 && !s.core {
 							continue
 						}
 						if why := s.unsupported(d); why != "" {
-							m.set(v, d, s, cellUnsupported, why)
+							m.set(v, e, s.name, cellUnsupported, why)
 							continue
 						}
 						t.Run(s.name, func(t *testing.T) {
 							err := env.runCell(t, d, s)
 							if err != nil {
-								m.set(v, d, s, cellFail, err.Error())
+								m.set(v, e, s.name, cellFail, err.Error())
 								t.Fatal(err)
 							}
-							m.set(v, d, s, cellPass, "")
+							m.set(v, e, s.name, cellPass, "")
 						})
 					}
 				})

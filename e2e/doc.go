@@ -1,12 +1,18 @@
 // Package e2e holds kproxy's end-to-end tests: the kproxy binary, built
 // from this repository, runs as its own process against real peers that
-// also run as processes (a Jaeger v2 receiving kproxy's spans over OTLP;
-// later real Apache Kafka brokers and clients).
+// also run as processes: Apache Kafka brokers fetched from Maven Central,
+// Kafka client libraries in five languages, and a Jaeger v2 receiving
+// kproxy's spans over OTLP.
 //
-// It is a separate Go module so that the peers' large dependency graphs
-// (Jaeger is built from its Go module as a tool of this module) stay out
-// of kproxy's go.mod. Run it with `bash e2e/run.sh` from the repository
-// root: that builds e2e/bin/jaeger when it is missing or stale, then runs
-// `go test` here. Every process listens on 127.0.0.1 only and is killed
-// when its test ends.
+// It is a separate Go module so that the clients' dependency graphs stay
+// out of kproxy's go.mod (Jaeger is pinned in yet another module,
+// tools/jaeger). Run it with `bash e2e/run.sh` from the repository root:
+// that installs what is missing into a cache, then runs `go test` here.
+// Every process listens on 127.0.0.1 only and is killed when its test
+// ends.
+//
+// TestCompat is the compatibility matrix (client × scenario × broker,
+// written to COMPAT.md), the fault tests restart kproxy and the broker
+// under a producer and drop clients mid-request, and TestSpansReachJaeger
+// follows kproxy's spans into Jaeger.
 package e2e

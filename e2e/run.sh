@@ -6,12 +6,13 @@
 #   bash e2e/run.sh                        # everything
 #   bash e2e/run.sh -run TestCompat        # extra arguments go to go test
 #
-# It installs what it needs into a cache (e2e/.cache, or $KPROXY_E2E_CACHE)
-# and reuses it on later runs:
+# It installs what it needs into a cache outside the clone, so later runs
+# and fresh clones reuse it ($KPROXY_E2E_CACHE, by default
+# ~/.cache/kproxy-e2e):
 #   1. Apache Kafka $KAFKA_VERSIONS (broker, tools and Java client jars),
 #      with Maven, from e2e/kafka/pom.xml;
 #   2. each client driver, by clients/*/install.sh;
-#   3. e2e/bin/jaeger, built from the Jaeger module pinned in
+#   3. a Jaeger v2 binary, built from the Jaeger module pinned in
 #      tools/jaeger (a cold build takes minutes).
 # Then it runs go vet and go test in this module. Every process the tests
 # start listens on 127.0.0.1 and is killed when its test ends. A full run
@@ -26,7 +27,7 @@ need mvn "install Maven (Debian: apt-get install maven)"
 
 # Newest first: the first runs every scenario, the others the core ones.
 KAFKA_VERSIONS="4.4.0 3.9.2"
-cache=${KPROXY_E2E_CACHE:-$PWD/.cache}
+cache=${KPROXY_E2E_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kproxy-e2e}
 mkdir -p "$cache"
 cache=$(cd "$cache" && pwd)
 export KPROXY_E2E_CACHE=$cache KPROXY_E2E_KAFKA_VERSIONS=$KAFKA_VERSIONS
@@ -51,17 +52,18 @@ for install in clients/*/install.sh; do
 done
 
 # The binary is stale when the toolchain or the pinned module changed.
-jaeger=bin/jaeger
-stamp=bin/jaeger.stamp
+jaeger=$cache/jaeger/jaeger
+stamp=$cache/jaeger/stamp
+export KPROXY_E2E_JAEGER=$jaeger
 want=$({ go env GOVERSION GOOS GOARCH; cat tools/jaeger/go.mod tools/jaeger/go.sum; } | sha256sum | cut -d' ' -f1)
 if [ -x "$jaeger" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
   echo "== e2e: $jaeger is up to date"
 else
   echo "== e2e: building $jaeger (Jaeger v2, github.com/jaegertracing/jaeger/cmd/jaeger; a cold build takes minutes)"
-  mkdir -p bin
+  mkdir -p "$(dirname "$jaeger")"
   start=$SECONDS
   rm -f "$stamp"
-  (cd tools/jaeger && go build -o "../../$jaeger.tmp" github.com/jaegertracing/jaeger/cmd/jaeger)
+  (cd tools/jaeger && go build -o "$jaeger.tmp" github.com/jaegertracing/jaeger/cmd/jaeger)
   mv -f "$jaeger.tmp" "$jaeger"
   echo "$want" >"$stamp"
   echo "== e2e: built $jaeger in $((SECONDS - start))s"

@@ -85,8 +85,7 @@ func TestMaxConnections(t *testing.T) {
 	env := startProxy(t, up.addr(), func(cfg *Config, _ *framing.Config, _ *correlate.Config) { cfg.MaxConnections = 2 })
 	a, b := dialRaw(t, env.addr), dialRaw(t, env.addr)
 	waitFor(t, 2*time.Second, "two pairs", func() bool { return testutil.ToFloat64(env.m.open) == 2 })
-	c := dialRaw(t, env.addr)
-	expectClosed(t, c, 2*time.Second)
+	expectReset(t, env.addr, 2*time.Second)
 	if n := testutil.ToFloat64(env.m.refused.WithLabelValues("max_connections")); n != 1 {
 		t.Fatalf("refused = %v, want 1", n)
 	}

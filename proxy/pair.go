@@ -62,15 +62,15 @@ const (
 func (s *Server) onConnect(ctx context.Context, client netpoll.Connection) context.Context {
 	log := s.log.With().Str("client", client.RemoteAddr().String()).Logger()
 	if s.draining.Load() {
-		client.Close()
+		refuse(client)
 		s.m.refused.WithLabelValues("draining").Inc()
 		return ctx
 	}
 	up, err := netpoll.DialConnection("tcp", s.cfg.Upstream, s.cfg.DialTimeout)
 	if err != nil {
-		client.Close()
+		refuse(client)
 		s.m.dialFailures.Inc()
-		log.Error().Err(err).Str("upstream", s.cfg.Upstream).Msg("upstream dial failed; client connection closed")
+		log.Error().Err(err).Str("upstream", s.cfg.Upstream).Msg("upstream dial failed; client connection reset")
 		return ctx
 	}
 	p := &pair{s: s, client: client, upstream: up, table: correlate.New(s.table.MaxInFlight),
@@ -80,7 +80,7 @@ func (s *Server) onConnect(ctx context.Context, client netpoll.Connection) conte
 		p.peer = tracing.NewPeer(client.RemoteAddr().String(), s.cfg.Upstream, s.topics)
 	}
 	if why := s.add(p); why != "" {
-		client.Close()
+		refuse(client)
 		up.Close()
 		s.m.refused.WithLabelValues(why).Inc()
 		log.Warn().Str("reason", why).Msg("connection refused")

@@ -60,7 +60,13 @@ type fakeUpstream struct {
 
 func startFakeUpstream(t testing.TB, handle func(c net.Conn, frame []byte)) *fakeUpstream {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	return startFakeUpstreamAt(t, "127.0.0.1:0", handle)
+}
+
+// startFakeUpstreamAt is startFakeUpstream listening on addr.
+func startFakeUpstreamAt(t testing.TB, addr string, handle func(c net.Conn, frame []byte)) *fakeUpstream {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}

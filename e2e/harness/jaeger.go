@@ -16,7 +16,8 @@ import (
 	"time"
 )
 
-// JaegerEnv names a Jaeger v2 binary to use instead of e2e/bin/jaeger.
+// JaegerEnv names the Jaeger v2 binary to use; e2e/run.sh builds one into
+// its cache and sets it.
 const JaegerEnv = "KPROXY_E2E_JAEGER"
 
 // JaegerBinary returns the Jaeger v2 binary built by e2e/run.sh, failing
@@ -25,13 +26,12 @@ func JaegerBinary(t testing.TB) string {
 	t.Helper()
 	path := os.Getenv(JaegerEnv)
 	if path == "" {
-		path = filepath.Join(E2EDir(t), "bin", "jaeger")
+		t.Fatalf("%s is not set: run the suite with `bash e2e/run.sh` from the repository root, which builds "+
+			"Jaeger v2 into its cache and sets it, or build one by hand "+
+			"(`cd e2e/tools/jaeger && go build -o /tmp/jaeger github.com/jaegertracing/jaeger/cmd/jaeger`) and set %s to it", JaegerEnv, JaegerEnv)
 	}
 	if st, err := os.Stat(path); err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
-		t.Fatalf("no Jaeger v2 binary at %s. Build it with `bash e2e/run.sh` from the repository root "+
-			"(it builds e2e/bin/jaeger, then runs these tests), or by hand: "+
-			"`cd e2e && go build -o bin/jaeger github.com/jaegertracing/jaeger/cmd/jaeger`; "+
-			"or set %s to a Jaeger v2 binary", path, JaegerEnv)
+		t.Fatalf("%s=%s is not an executable file: rerun `bash e2e/run.sh`, which builds it", JaegerEnv, path)
 	}
 	return path
 }

@@ -198,17 +198,40 @@ func (k *Kafka) Admin(t testing.TB) *kadm.Client {
 	return kadm.NewClient(cl)
 }
 
-// CreateTopic creates topic with partitions on the DIRECT listener.
+// CreateTopic creates topic with partitions on the DIRECT listener and
+// waits until every partition's leader answers ListOffsets for it: a
+// broker acknowledges the creation before it serves the partitions, and an
+// acks=0 producer would lose records sent in between without a sign.
 func (k *Kafka) CreateTopic(t testing.TB, topic string, partitions int32) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	resp, err := k.Admin(t).CreateTopic(ctx, partitions, 1, nil, topic)
+	adm := k.Admin(t)
+	resp, err := adm.CreateTopic(ctx, partitions, 1, nil, topic)
 	if err == nil {
 		err = resp.Err
 	}
 	if err != nil {
 		t.Fatalf("creating topic %s: %v", topic, err)
+	}
+	for {
+		offs, err := adm.ListEndOffsets(ctx, topic)
+		ready := 0
+		if err == nil {
+			offs.Each(func(o kadm.ListedOffset) {
+				if o.Err == nil {
+					ready++
+				}
+			})
+		}
+		if ready == int(partitions) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("topic %s: %d of %d partitions served 30s after creation (%v)", topic, ready, partitions, err)
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
 }
 

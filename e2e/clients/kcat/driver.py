@@ -1,0 +1,262 @@
+#!/usr/bin/env python3
+"""kcat driver for the kproxy e2e compatibility suite: one command per run,
+as described in ../CONTRACT.md. It runs the kcat command-line tool (which
+links librdkafka) and uses the Python standard library only.
+
+stdout carries only the features JSON; kcat runs quiet (-q) with its
+stderr passed through.
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+KCAT = os.environ.get("KCAT", "kcat")
+COMPRESSION = ("none", "gzip", "snappy", "lz4", "zstd")
+
+
+class Failure(Exception):
+    """A one-line reason to exit non-zero with."""
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+def versions():
+    """(kcat version, librdkafka version) from `kcat -V`."""
+    if shutil.which(KCAT) is None:
+        raise Failure(f"{KCAT} is not on PATH: apt-get install -y kcat")
+    out = subprocess.run([KCAT, "-V"], capture_output=True, text=True, check=False)
+    text = out.stdout + out.stderr
+    m = re.search(r"Version (\S+) .*?librdkafka (\d+(?:\.\d+)+)", text)
+    if not m:
+        raise Failure(f"cannot read the versions from `{KCAT} -V`: {text.strip()!r}")
+    return m.group(1), m.group(2)
+
+
+def vtuple(v):
+    return tuple(int(x) for x in v.split("."))
+
+
+def unsupported(librdkafka):
+    u = {
+        "transactions": "kcat produces all its input in one transaction that it commits "
+                        "(-X transactional.id); it aborts only when interrupted, so it cannot "
+                        "abort a transaction on purpose and then commit another",
+        "admin": "kcat cannot create or delete topics (it only lists metadata, -L)",
+        "perf-tools": "ships no load tools",
+    }
+    if vtuple(librdkafka) < (2, 6, 1):
+        u["sasl-scram512"] = (f"kcat's librdkafka {librdkafka} repeats the client nonce in its SCRAM "
+                              "client-final-message (fixed in librdkafka 2.6.1, confluentinc/librdkafka#4895): "
+                              "Kafka 4.x brokers reject it as invalid credentials (3.9 brokers still accept it)")
+    if vtuple(librdkafka) < (2, 10):
+        u["kip848"] = (f"kcat's librdkafka {librdkafka} predates the KIP-848 consumer group "
+                       "protocol (group.protocol=consumer, generally available from librdkafka 2.10)")
+    return u
+
+
+def conn_args(args):
+    a = ["-b", args.bootstrap]
+    if args.sasl_mechanism:
+        if args.sasl_mechanism not in ("PLAIN", "SCRAM-SHA-512"):
+            raise Failure(f"SASL mechanism {args.sasl_mechanism} is not supported")
+        a += ["-X", "security.protocol=SASL_PLAINTEXT",
+              "-X", f"sasl.mechanisms={args.sasl_mechanism}",
+              "-X", f"sasl.username={args.sasl_user}",
+              "-X", f"sasl.password={args.sasl_password}"]
+    return a
+
+
+def count_lines(path):
+    with open(path, encoding="utf-8") as f:
+        return sum(1 for line in f if line.strip("\n"))
+
+
+def produce(args):
+    if args.acks not in ("all", "0"):
+        raise Failure(f"unknown acks {args.acks}")
+    if args.compression not in COMPRESSION:
+        raise Failure(f"unknown compression {args.compression}")
+    if args.transactional_id:
+        raise Failure("transactions: " + unsupported(versions()[1])["transactions"])
+    if args.idempotent and args.acks != "all":
+        raise Failure("an idempotent producer needs --acks all")
+    want = count_lines(args.input)
+    # -l reads FILE split by -D (newline) into records, each split at the
+    # first -K delimiter into key and value. kcat exits non-zero when a
+    # record was not delivered (acks=all) or not written (acks=0).
+    cmd = [KCAT, "-P", "-q", *conn_args(args), "-t", args.topic, "-K", "\\t", "-l",
+           "-X", f"acks={args.acks}",
+           "-X", f"compression.codec={args.compression}",
+           "-X", f"enable.idempotence={'true' if args.idempotent else 'false'}",
+           "-m", "30",
+           args.input]
+    p = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=False)
+    if p.stderr:
+        sys.stderr.write(p.stderr)
+    if p.returncode != 0:
+        last = p.stderr.strip().splitlines()[-1:] or ["no message"]
+        raise Failure(f"kcat -P exited {p.returncode} for {want} records: {last[0]}")
+
+
+def consume(args):
+    librdkafka = versions()[1]
+    if args.protocol == "consumer" and "kip848" in unsupported(librdkafka):
+        raise Failure("group protocol consumer: " + unsupported(librdkafka)["kip848"])
+    if args.protocol not in ("classic", "consumer"):
+        raise Failure(f"unknown group protocol {args.protocol}")
+    # -G is the balanced consumer: it joins the group, starts from the
+    # committed offsets (else auto.offset.reset) and auto-commits (on by
+    # default) the offsets of what it printed, every second and when it
+    # closes on SIGTERM. It runs until stopped: -e would stop it at the
+    # first end of the partitions (before records produced later) and -c
+    # counts only one member's records, so this wrapper counts the keys
+    # of all members and stops them.
+    cmd = [KCAT, "-q", "-u", *conn_args(args), "-G", args.group,
+           "-X", "auto.offset.reset=earliest",
+           "-X", "auto.commit.interval.ms=1000",
+           "-X", "isolation.level=" + ("read_committed" if args.read_committed else "read_uncommitted"),
+           "-f", "%p\\t%k\\t%s\\n"]
+    if args.protocol == "consumer":
+        cmd += ["-X", "group.protocol=consumer"]
+    cmd.append(args.topic)
+    lock = threading.Lock()
+    seen = set()
+    done = threading.Event()
+    out = open(args.output, "a", encoding="utf-8")
+    procs = []
+    bad = []
+
+    def read(m, p):
+        for line in p.stdout:
+            parts = line.rstrip("\n").split("\t", 2)
+            if len(parts) != 3:
+                with lock:
+                    bad.append(f"member {m}: unexpected kcat output {line!r}")
+                continue
+            part, key, value = parts
+            with lock:
+                out.write(f"{m}\t{part}\t{key}\t{value}\n")
+                out.flush()
+                seen.add(key)
+                if len(seen) >= args.count:
+                    done.set()
+
+    readers = []
+    for m in range(args.members):
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=None, stdin=subprocess.DEVNULL,
+                             text=True, encoding="utf-8")
+        procs.append(p)
+        t = threading.Thread(target=read, args=(m, p), daemon=True)
+        t.start()
+        readers.append(t)
+
+    deadline = time.monotonic() + args.timeout_ms / 1000
+    early = None
+    while not done.is_set() and time.monotonic() < deadline:
+        for m, p in enumerate(procs):
+            if p.poll() is not None:
+                early = f"kcat member {m} exited {p.returncode} before {args.count} keys arrived"
+                break
+        if early:
+            break
+        done.wait(0.1)
+
+    # SIGTERM makes kcat close its consumer: it commits and leaves the group.
+    for p in procs:
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+    for p in procs:
+        try:
+            p.wait(20)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+    for t in readers:
+        t.join(5)
+    out.close()
+    if bad:
+        raise Failure("; ".join(bad[:3]))
+    if len(seen) >= args.count:
+        return 0
+    if early:
+        raise Failure(f"{early} ({len(seen)} arrived)")
+    log(f"timeout: {len(seen)} of {args.count} keys after {args.timeout_ms}ms")
+    return 3
+
+
+def admin(_args):
+    raise Failure("admin: " + unsupported(versions()[1])["admin"])
+
+
+def perf(_args):
+    raise Failure("perf: ships no load tools")
+
+
+def features(_args):
+    kcat, librdkafka = versions()
+    print(json.dumps({"name": f"kcat {kcat} (librdkafka {librdkafka})", "unsupported": unsupported(librdkafka)}))
+
+
+def parser():
+    p = argparse.ArgumentParser(description=__doc__)
+    sub = p.add_subparsers(dest="command", required=True)
+
+    def cmd(name, fn, connects=True):
+        s = sub.add_parser(name)
+        s.set_defaults(fn=fn)
+        if connects:
+            s.add_argument("--bootstrap", required=True)
+            s.add_argument("--sasl-mechanism")
+            s.add_argument("--sasl-user")
+            s.add_argument("--sasl-password")
+        return s
+
+    cmd("features", features, connects=False)
+    s = cmd("produce", produce)
+    s.add_argument("--topic", required=True)
+    s.add_argument("--input", required=True)
+    s.add_argument("--acks", required=True)
+    s.add_argument("--compression", required=True)
+    s.add_argument("--idempotent", action="store_true")
+    s.add_argument("--transactional-id")
+    s.add_argument("--aborted")
+    s = cmd("consume", consume)
+    s.add_argument("--topic", required=True)
+    s.add_argument("--group", required=True)
+    s.add_argument("--count", type=int, required=True)
+    s.add_argument("--timeout-ms", type=int, required=True)
+    s.add_argument("--protocol", required=True)
+    s.add_argument("--read-committed", action="store_true")
+    s.add_argument("--members", type=int, default=1)
+    s.add_argument("--output", required=True)
+    s = cmd("admin", admin)
+    s.add_argument("--topic", required=True)
+    s.add_argument("--partitions", type=int, required=True)
+    s = cmd("perf", perf)
+    s.add_argument("--topic")
+    s.add_argument("--count")
+    s.add_argument("--size")
+    return p
+
+
+def main():
+    args = parser().parse_args()
+    try:
+        return args.fn(args) or 0
+    except Failure as e:
+        log(f"error: {e}")
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,36 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/kproxy/kproxy/e2e/harness"
+	"github.com/kproxy/kproxy/e2e/kclients"
+)
+
+// confluent-kafka for Python (librdkafka) runs clients/python/driver.py
+// in the virtual environment clients/python/install.sh made in the cache.
+func init() {
+	registerDriver(60, "confluent-kafka-python", func(t *testing.T) kclients.Driver {
+		dir := filepath.Join(harness.E2EDir(t), "clients", "python")
+		cache := os.Getenv(harness.CacheEnv)
+		python := filepath.Join(cache, "python-venv", "bin", "python")
+		if cache == "" {
+			t.Fatalf("%s is not set: run the suite with `bash e2e/run.sh`", harness.CacheEnv)
+		}
+		if _, err := os.Stat(python); err != nil {
+			t.Fatalf("the confluent-kafka driver's venv is missing (%v): run `bash e2e/run.sh` "+
+				"(or `bash e2e/clients/python/install.sh %s`; it needs python3 with venv)", err, cache)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		d, err := kclients.NewProcess(ctx, []string{python, filepath.Join(dir, "driver.py")}, dir, harness.Env(), t.TempDir())
+		if err != nil {
+			t.Fatalf("confluent-kafka driver: %v", err)
+		}
+		return d
+	})
+}

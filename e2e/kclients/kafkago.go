@@ -1,0 +1,238 @@
+package kclients
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+	"github.com/segmentio/kafka-go/sasl"
+	"github.com/segmentio/kafka-go/sasl/plain"
+	"github.com/segmentio/kafka-go/sasl/scram"
+)
+
+// KafkaGo drives github.com/segmentio/kafka-go.
+type KafkaGo struct{ Version string }
+
+func (d KafkaGo) Name() string { return "segmentio/kafka-go " + d.Version }
+
+func (KafkaGo) Unsupported(f Feature) string {
+	switch f {
+	case Transactions:
+		return "kafka-go's Writer writes record batches without a producer id: no idempotent or transactional produce"
+	case KIP848:
+		return "kafka-go implements only the classic consumer group protocol (no KIP-848)"
+	}
+	return ""
+}
+
+func (KafkaGo) mechanism(c Conn) (sasl.Mechanism, error) {
+	switch c.SASL.Mechanism {
+	case "":
+		return nil, nil
+	case "PLAIN":
+		return plain.Mechanism{Username: c.SASL.User, Password: c.SASL.Password}, nil
+	case "SCRAM-SHA-512":
+		return scram.Mechanism(scram.SHA512, c.SASL.User, c.SASL.Password)
+	}
+	return nil, fmt.Errorf("kafka-go: SASL mechanism %q", c.SASL.Mechanism)
+}
+
+func (d KafkaGo) transport(c Conn) (*kafka.Transport, error) {
+	m, err := d.mechanism(c)
+	if err != nil {
+		return nil, err
+	}
+	return &kafka.Transport{SASL: m, ClientID: "kproxy-e2e-kafka-go", DialTimeout: 10 * time.Second}, nil
+}
+
+func kafkaGoCodec(name string) (kafka.Compression, error) {
+	switch name {
+	case "", "none":
+		return 0, nil
+	case "gzip":
+		return kafka.Gzip, nil
+	case "snappy":
+		return kafka.Snappy, nil
+	case "lz4":
+		return kafka.Lz4, nil
+	case "zstd":
+		return kafka.Zstd, nil
+	}
+	return 0, fmt.Errorf("unknown compression %q", name)
+}
+
+func (d KafkaGo) Produce(ctx context.Context, o ProduceOpts, recs []Record) error {
+	if o.Idempotent || o.TransactionalID != "" {
+		return errors.New("kafka-go: " + d.Unsupported(Transactions))
+	}
+	tr, err := d.transport(o.Conn)
+	if err != nil {
+		return err
+	}
+	defer tr.CloseIdleConnections()
+	codec, err := kafkaGoCodec(o.Compression)
+	if err != nil {
+		return err
+	}
+	w := &kafka.Writer{
+		Addr:         kafka.TCP(o.Bootstrap),
+		Topic:        o.Topic,
+		Balancer:     &kafka.Hash{},
+		RequiredAcks: kafka.RequireAll,
+		Compression:  codec,
+		BatchSize:    len(recs),
+		BatchTimeout: 20 * time.Millisecond,
+		Transport:    tr,
+	}
+	if o.Acks == "0" {
+		w.RequiredAcks = kafka.RequireNone
+	}
+	msgs := make([]kafka.Message, len(recs))
+	for i, r := range recs {
+		msgs[i] = kafka.Message{Key: []byte(r.Key), Value: []byte(r.Value)}
+	}
+	err = w.WriteMessages(ctx, msgs...)
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
+	var werrs kafka.WriteErrors
+	if errors.As(err, &werrs) {
+		return fmt.Errorf("%d of %d records failed: %w", werrs.Count(), len(recs), err)
+	}
+	return err
+}
+
+func (d KafkaGo) Consume(ctx context.Context, o ConsumeOpts) ([]Delivered, error) {
+	if o.Protocol == "consumer" {
+		return nil, errors.New("kafka-go: " + d.Unsupported(KIP848))
+	}
+	m, err := d.mechanism(o.Conn)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	coll := newGroupCollector(o.Count)
+	iso := kafka.ReadUncommitted
+	if o.ReadCommitted {
+		iso = kafka.ReadCommitted
+	}
+	var wg sync.WaitGroup
+	for n := range max(o.Members, 1) {
+		r := kafka.NewReader(kafka.ReaderConfig{
+			Brokers:           []string{o.Bootstrap},
+			GroupID:           o.Group,
+			Topic:             o.Topic,
+			Dialer:            &kafka.Dialer{ClientID: "kproxy-e2e-kafka-go", Timeout: 10 * time.Second, SASLMechanism: m},
+			StartOffset:       kafka.FirstOffset,
+			IsolationLevel:    iso,
+			MaxWait:           500 * time.Millisecond,
+			HeartbeatInterval: time.Second,
+			JoinGroupBackoff:  500 * time.Millisecond,
+			// Commit synchronously, as each batch is processed below.
+			CommitInterval: 0,
+		})
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() {
+				if err := r.Close(); err != nil {
+					coll.fail(fmt.Errorf("member %d close: %w", n, err))
+				}
+			}()
+			for {
+				msg, err := r.FetchMessage(ctx)
+				if ctx.Err() != nil {
+					return
+				}
+				if err != nil {
+					coll.fail(fmt.Errorf("member %d: %w", n, err))
+					time.Sleep(200 * time.Millisecond)
+					continue
+				}
+				coll.add(Delivered{Member: n, Partition: int32(msg.Partition), Key: string(msg.Key), Value: string(msg.Value)})
+				if err := r.CommitMessages(ctx, msg); err != nil && ctx.Err() == nil {
+					coll.fail(fmt.Errorf("member %d commit: %w", n, err))
+				}
+			}
+		}()
+	}
+	select {
+	case <-coll.done:
+	case <-ctx.Done():
+	}
+	cancel()
+	wg.Wait()
+	return coll.result(o.Timeout)
+}
+
+func (d KafkaGo) Admin(ctx context.Context, o AdminOpts) error {
+	tr, err := d.transport(o.Conn)
+	if err != nil {
+		return err
+	}
+	defer tr.CloseIdleConnections()
+	cl := &kafka.Client{Addr: kafka.TCP(o.Bootstrap), Transport: tr, Timeout: 30 * time.Second}
+	cr, err := cl.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{
+		{Topic: o.Topic, NumPartitions: o.Partitions, ReplicationFactor: 1}}})
+	if err == nil {
+		err = cr.Errors[o.Topic]
+	}
+	if err != nil {
+		return fmt.Errorf("create %s: %w", o.Topic, err)
+	}
+	// The new topic's metadata may take a moment to reach the broker's cache.
+	var last error
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		md, err := cl.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{o.Topic}})
+		switch {
+		case err != nil:
+			last = err
+		case len(md.Topics) != 1:
+			last = fmt.Errorf("%d topics described", len(md.Topics))
+		case md.Topics[0].Error != nil:
+			last = md.Topics[0].Error
+		case len(md.Topics[0].Partitions) != o.Partitions:
+			return fmt.Errorf("describe %s: %d partitions, want %d", o.Topic, len(md.Topics[0].Partitions), o.Partitions)
+		default:
+			last = nil
+		}
+		if last == nil {
+			break
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("describe %s: %w", o.Topic, last)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	dr, err := cl.DeleteTopics(ctx, &kafka.DeleteTopicsRequest{Topics: []string{o.Topic}})
+	if err == nil {
+		err = dr.Errors[o.Topic]
+	}
+	if err != nil {
+		return fmt.Errorf("delete %s: %w", o.Topic, err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		// A nil topic list asks for every topic.
+		md, err := cl.Metadata(ctx, &kafka.MetadataRequest{})
+		if err == nil && !kafkaGoListed(md.Topics, o.Topic) {
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("%s still listed 30s after its deletion (%v)", o.Topic, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func kafkaGoListed(ts []kafka.Topic, topic string) bool {
+	for _, t := range ts {
+		if t.Name == topic {
+			return true
+		}
+	}
+	return false
+}
