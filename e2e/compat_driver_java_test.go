@@ -31,7 +31,7 @@ func init() {
 			"KafkaDriver"}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		tmp := t.TempDir()
+		tmp := harness.WorkDir(t, "java")
 		d, err := kclients.NewProcess(ctx, argv, tmp, harness.Env(), tmp)
 		if err != nil {
 			t.Fatalf("Java client driver: %v", err)

@@ -27,7 +27,7 @@ func init() {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		d, err := kclients.NewProcess(ctx, []string{node, filepath.Join(dir, "driver.js")}, dir, harness.Env(), t.TempDir())
+		d, err := kclients.NewProcess(ctx, []string{node, filepath.Join(dir, "driver.js")}, dir, harness.Env(), harness.WorkDir(t, "kafkajs"))
 		if err != nil {
 			t.Fatalf("kafkajs driver: %v", err)
 		}

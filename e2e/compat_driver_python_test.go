@@ -27,7 +27,7 @@ func init() {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		d, err := kclients.NewProcess(ctx, []string{python, filepath.Join(dir, "driver.py")}, dir, harness.Env(), t.TempDir())
+		d, err := kclients.NewProcess(ctx, []string{python, filepath.Join(dir, "driver.py")}, dir, harness.Env(), harness.WorkDir(t, "python"))
 		if err != nil {
 			t.Fatalf("confluent-kafka driver: %v", err)
 		}

@@ -81,6 +81,23 @@ func (m *matrix) set(version string, e *driverEntry, s string, st cellState, why
 	m.cells[version+"\x00"+e.id+"\x00"+s] = cellResult{st, why}
 }
 
+// complete says whether every cell of every version has a result, so a
+// run narrowed with -run does not overwrite COMPAT.md with part of it.
+func (m *matrix) complete(versions []string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for i, v := range versions {
+		for _, e := range m.entries {
+			for _, s := range m.scenarios {
+				if (i == 0 || s.core) && m.cells[v+"\x00"+e.id+"\x00"+s.name].state == cellNotRun {
+					return false
+				}
+			}
+		}
+	}
+	return true
+}
+
 // markdown renders one table per broker version, with footnotes for the
 // reasons a client does not support a scenario and for failures.
 func (m *matrix) markdown(versions []string) string {
@@ -88,7 +105,7 @@ func (m *matrix) markdown(versions []string) string {
 	defer m.mu.Unlock()
 	var b strings.Builder
 	fmt.Fprintf(&b, "<!-- written by e2e TestCompat on %s; do not edit -->\n", time.Now().UTC().Format("2006-01-02"))
-	b.WriteString("Each cell ran direct to the broker (the control) and through kproxy; it passes only if both passed and the client's traffic went through kproxy. ")
+	b.WriteString("Each cell ran direct to the broker (the control) and through kproxy; it passes only if both passed and, through kproxy, the scenario's requests (Produce, Fetch, JoinGroup, EndTxn, SaslAuthenticate, ...) were seen passing through kproxy. ")
 	b.WriteString("pass = passed; FAIL = failed; n/s = the client library does not support it (note); blank = not run for this broker.\n")
 	var notes []string
 	noteIndex := map[string]int{}

@@ -99,6 +99,10 @@ func TestIdempotentProducerSurvivesRestarts(t *testing.T) {
 	value := []byte(strings.Repeat("v", 100))
 	writerDone := make(chan struct{})
 	began := time.Now()
+	// Produce blocks while the buffer is full; this context bounds that
+	// wait if an outage never ends.
+	writeCtx, stopWriting := context.WithTimeout(context.Background(), faultWriteCap+time.Minute)
+	defer stopWriting()
 	go func() {
 		defer close(writerDone)
 		tick := time.NewTicker(faultTick)
@@ -109,7 +113,7 @@ func TestIdempotentProducerSurvivesRestarts(t *testing.T) {
 				wg.Add(1)
 				// Produce blocks while the buffer is full (during an
 				// outage), so pacing resumes where it left off.
-				cl.Produce(context.Background(), &kgo.Record{Key: []byte(faultKey(idx)), Value: value}, func(_ *kgo.Record, err error) {
+				cl.Produce(writeCtx, &kgo.Record{Key: []byte(faultKey(idx)), Value: value}, func(_ *kgo.Record, err error) {
 					defer wg.Done()
 					mu.Lock()
 					defer mu.Unlock()
@@ -142,9 +146,11 @@ func TestIdempotentProducerSurvivesRestarts(t *testing.T) {
 
 	// The faults, with a pause of steady writing before, between and after.
 	var faults []fault
+	// Each fault must hit a producer that is still writing.
 	steady := func(d time.Duration) {
 		select {
 		case <-writerDone:
+			t.Fatalf("the producer stopped writing before the faults were over (%d records)", produced.Load())
 		case <-time.After(d):
 		}
 	}
@@ -446,7 +452,7 @@ func TestVanishingClientLeaksNothing(t *testing.T) {
 	t.Run("producer process killed", func(t *testing.T) {
 		paired := kp.Metric(t, "kproxy_connections_total")
 		produces := kp.Metric(t, `kproxy_requests_total{api="Produce"}`)
-		child := harness.Start(t, "producer-child", os.Args[0], []string{"-test.run=^TestFaultsChildProducer$"},
+		child := harness.Start(t, "producer-child", os.Args[0], nil,
 			harness.Env(childProducerEnv+"="+kp.Addr+","+topic), "")
 		deadline := time.Now().Add(60 * time.Second)
 		for kp.Metric(t, `kproxy_requests_total{api="Produce"}`)-produces < 20 {
@@ -464,21 +470,19 @@ func TestVanishingClientLeaksNothing(t *testing.T) {
 	})
 }
 
-// childProducerEnv carries "kproxy-addr,topic" to TestFaultsChildProducer.
+// childProducerEnv carries "kproxy-addr,topic" to childProducer.
 const childProducerEnv = "KPROXY_FAULTS_CHILD_PRODUCER"
 
-// TestFaultsChildProducer is not a test: TestVanishingClientLeaksNothing
-// runs the test binary again with only this, as a producer process to kill
-// with SIGKILL mid-produce. It writes until it is killed.
-func TestFaultsChildProducer(t *testing.T) {
-	spec := os.Getenv(childProducerEnv)
-	if spec == "" {
-		t.Skip("only run as a child of TestVanishingClientLeaksNothing")
-	}
+// childProducer is the body of the producer process that
+// TestVanishingClientLeaksNothing kills with SIGKILL mid-produce: the test
+// binary run again with childProducerEnv set (see TestMain). It writes
+// until it is killed.
+func childProducer(spec string) {
 	addr, topic, _ := strings.Cut(spec, ",")
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(topic), kgo.ProducerLinger(0))
 	if err != nil {
-		t.Fatal(err)
+		fmt.Fprintln(os.Stderr, "child producer:", err)
+		os.Exit(1)
 	}
 	value := []byte(strings.Repeat("x", 1000))
 	for {

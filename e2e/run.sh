@@ -24,6 +24,9 @@ need() { command -v "$1" >/dev/null || { echo "e2e: $1 is required: $2" >&2; exi
 need go "install Go 1.26+ from your package manager or go.dev"
 need java "install a JDK 17+ (Debian: apt-get install openjdk-17-jdk-headless)"
 need mvn "install Maven (Debian: apt-get install maven)"
+need gcc "install a C compiler for cgo (confluent-kafka-go links librdkafka; Debian: apt-get install build-essential)"
+need python3 "install Python 3.9+ with venv (Debian: apt-get install python3-venv)"
+need node "install Node.js 20+ with npm (Debian: apt-get install nodejs npm)"
 
 # Newest first: the first runs every scenario, the others the core ones.
 KAFKA_VERSIONS="4.4.0 3.9.2"
@@ -73,10 +76,10 @@ echo "== e2e: go vet"
 go vet ./...
 
 echo "== e2e: go test"
-rm -f COMPAT.md
 go test -count=1 -v -timeout 45m "$@" ./...
 
-# A full run (no go test arguments) refreshes the README's matrix.
+# A full run (no go test arguments) rewrote COMPAT.md; copy it into the
+# README's compatibility section.
 if [ $# -eq 0 ] && [ -f COMPAT.md ]; then
   python3 - ../README.md COMPAT.md <<'PY'
 import sys

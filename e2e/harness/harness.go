@@ -40,6 +40,18 @@ func Main(m *testing.M) {
 	os.Exit(code)
 }
 
+// WorkDir is a new folder under the test binary's work directory, kept
+// until the tests end: for what outlives one test, such as a driver made
+// once and used by the tests of every broker version.
+func WorkDir(t testing.TB, name string) string {
+	t.Helper()
+	dir, err := os.MkdirTemp(mustWorkDir(t), name+"-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
 func mustWorkDir(t testing.TB) string {
 	t.Helper()
 	if workDir == "" {

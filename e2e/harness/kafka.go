@@ -315,3 +315,20 @@ func (k *Kafka) WaitGroupMembers(ctx context.Context, group string, n int) error
 		}
 	}
 }
+
+// EndOffsets is the sum of the high watermarks of topic's partitions.
+func (k *Kafka) EndOffsets(t testing.TB, topic string) int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	offs, err := k.Admin(t).ListEndOffsets(ctx, topic)
+	if err == nil {
+		err = offs.Error()
+	}
+	if err != nil {
+		t.Fatalf("end offsets of %s: %v", topic, err)
+	}
+	var n int64
+	offs.Each(func(o kadm.ListedOffset) { n += o.Offset })
+	return n
+}

@@ -9,23 +9,16 @@ const { Kafka, logLevel, CompressionTypes, CompressionCodecs, Partitioners } = r
 
 const KAFKAJS_VERSION = require('kafkajs/package.json').version;
 
-// Codecs that kafkajs does not ship are plugged in from codec packages;
-// the ones without a package that installs cleanly stay unsupported.
+// Codecs that kafkajs does not ship come from the codec packages pinned in
+// package.json; a missing one is a broken install (run install.sh), not an
+// unsupported codec, so require fails loudly here.
 const unsupported = {
   kip848: 'kafkajs implements only the classic group protocol (JoinGroup/SyncGroup), not KIP-848',
   'perf-tools': 'ships no load tools',
 };
-try {
-  CompressionCodecs[CompressionTypes.Snappy] = require('kafkajs-snappy');
-} catch (e) {
-  unsupported.snappy = `kafkajs-snappy is not installed (${e.code || e.message})`;
-}
-try {
-  const LZ4Codec = require('@2l/kafkajs-lz4');
-  CompressionCodecs[CompressionTypes.LZ4] = new LZ4Codec().codec;
-} catch (e) {
-  unsupported.lz4 = `@2l/kafkajs-lz4 is not installed (${e.code || e.message})`;
-}
+CompressionCodecs[CompressionTypes.Snappy] = require('kafkajs-snappy');
+const LZ4Codec = require('@2l/kafkajs-lz4');
+CompressionCodecs[CompressionTypes.LZ4] = new LZ4Codec().codec;
 unsupported.zstd = 'kafkajs ships no zstd codec and its codec package @kafkajs/zstd builds the native addon cppzst, which fails to compile against Node 20';
 
 const COMPRESSION = {
