@@ -53,6 +53,9 @@ var compatScenarios = []scenario{
 	{name: "perf-tools", apis: []string{"Produce", "Fetch"}, needs: []kclients.Feature{kclients.PerfTools}, run: (*cell).perf},
 }
 
+// codecIDs are the compression codec ids of a record batch's attributes.
+var codecIDs = map[string]int8{"none": 0, "gzip": 1, "snappy": 2, "lz4": 3, "zstd": 4}
+
 // records are n keyed records of varied length, tagged so that records of
 // different cells never look alike.
 func records(tag string, n int) []kclients.Record {
@@ -152,7 +155,11 @@ func (c *cell) roundTrip(sasl, compression, acks string) error {
 	if err != nil {
 		return err
 	}
-	c.t.Logf("%s: %d records, digest %s", c.path.name, len(want), sum)
+	codecs := c.env.kafka.Codecs(c.t, c.topic)
+	if w := codecIDs[compression]; codecs[w] == 0 || len(codecs) != 1 {
+		return fmt.Errorf("batches in the log by codec %v, want only codec %d (%s)", codecs, w, compression)
+	}
+	c.t.Logf("%s: %d records, digest %s, batches by codec %v", c.path.name, len(want), sum, codecs)
 	return nil
 }
 

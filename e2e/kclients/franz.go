@@ -1,6 +1,7 @@
 package kclients
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -102,7 +103,7 @@ func franzProduce(ctx context.Context, cl *kgo.Client, recs []Record) error {
 		cl.Produce(ctx, &kgo.Record{Key: []byte(r.Key), Value: []byte(r.Value)}, func(_ *kgo.Record, err error) {
 			if err != nil {
 				mu.Lock()
-				first = cmpOr(first, err)
+				first = cmp.Or(first, err)
 				mu.Unlock()
 			}
 			wg.Done()
@@ -110,13 +111,6 @@ func franzProduce(ctx context.Context, cl *kgo.Client, recs []Record) error {
 	}
 	wg.Wait()
 	return first
-}
-
-func cmpOr(a, b error) error {
-	if a != nil {
-		return a
-	}
-	return b
 }
 
 func (d Franz) Consume(ctx context.Context, o ConsumeOpts) ([]Delivered, error) {
@@ -148,6 +142,8 @@ func (d Franz) Consume(ctx context.Context, o ConsumeOpts) ([]Delivered, error) 
 		}
 		cl, err := kgo.NewClient(mopts...)
 		if err != nil {
+			cancel()
+			wg.Wait() // the members already started
 			return nil, err
 		}
 		wg.Add(1)
