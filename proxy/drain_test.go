@@ -28,8 +28,7 @@ func TestDrainFinishesInFlight(t *testing.T) {
 		drained <- env.srv.Drain(ctx)
 	}()
 	waitFor(t, time.Second, "readiness off", func() bool { return env.srv.Ready(context.Background()) != nil })
-	late := dialRaw(t, env.addr)
-	expectClosed(t, late, 2*time.Second)
+	expectReset(t, env.addr, 2*time.Second) // a late client is turned away
 
 	c.SetReadDeadline(time.Now().Add(3 * time.Second))
 	f, err := readFrame(c)
