@@ -1,0 +1,174 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+const compareHelp = `kbench compare drives the same Produce load, in one run, at the null broker
+directly, through kproxy, and through any other proxy given with --other,
+alternating targets for --rounds rounds to smooth out noise, and prints
+each target's figures with its ratio to direct.
+
+The null broker listens on --broker-listen (default 127.0.0.1:39092), so an
+L4 proxy for comparison can be started in front of it beforehand:
+
+  socat TCP-LISTEN:39094,bind=127.0.0.1,reuseaddr,fork TCP:127.0.0.1:39092 &
+  # or HAProxy in mode tcp (haproxy -f h.cfg), h.cfg:
+  #   defaults
+  #     mode tcp
+  #     timeout connect 5s
+  #     timeout client 60s
+  #     timeout server 60s
+  #   listen kafka
+  #     bind 127.0.0.1:39095
+  #     server broker 127.0.0.1:39092
+
+  go build -o /tmp/kproxy ./cmd/kproxy
+  kbench compare --kproxy-bin /tmp/kproxy \
+      --other socat=127.0.0.1:39094 --other haproxy=127.0.0.1:39095,pid=$(pidof haproxy) \
+      -c 64 -d 8 -s 100 -t 5s
+
+",pid=PID" makes compare report that process's CPU time per request too
+(read from /proc/PID/stat); a kproxy it starts itself is always measured.
+It counts that one process only: socat's fork mode serves each connection
+in a child process, so its pid says nothing; HAProxy's does.
+
+Flags:
+`
+
+// other is a proxy the user started, named on the command line.
+type other struct {
+	name, addr string
+	pid        int // 0 when unknown
+}
+
+type otherFlags []other
+
+func (o *otherFlags) String() string { return fmt.Sprint(*o) }
+
+// Set parses NAME=HOST:PORT[,pid=PID].
+func (o *otherFlags) Set(v string) error {
+	name, rest, ok := strings.Cut(v, "=")
+	if !ok || name == "" || rest == "" {
+		return errors.New("want NAME=HOST:PORT[,pid=PID]")
+	}
+	t := other{name: name}
+	addr, pid, hasPID := strings.Cut(rest, ",pid=")
+	t.addr = addr
+	if hasPID {
+		n, err := strconv.Atoi(pid)
+		if err != nil || n <= 0 {
+			return fmt.Errorf("pid %q: want a process id", pid)
+		}
+		t.pid = n
+	}
+	*o = append(*o, t)
+	return nil
+}
+
+// compareCmd runs compare and prints its table.
+func compareCmd(args []string) error {
+	fs := flag.NewFlagSet("compare", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), compareHelp)
+		fs.PrintDefaults()
+	}
+	var cfg loadConfig
+	loadFlags(fs, &cfg)
+	var others otherFlags
+	bin := fs.String("kproxy-bin", "", "kproxy binary to start in front of the null broker")
+	kaddr := fs.String("kproxy-addr", "", "a kproxy already running in front of the null broker, HOST:PORT")
+	kpid := fs.Int("kproxy-pid", 0, "process id of the --kproxy-addr kproxy, to report its CPU time per request")
+	kargs := fs.String("kproxy-args", "", "extra arguments for the started kproxy, space-separated (e.g. \"--config k.yaml\")")
+	fs.Var(&others, "other", "another proxy in front of the null broker, NAME=HOST:PORT[,pid=PID] (repeatable)")
+	listen := fs.String("broker-listen", "127.0.0.1:39092", "where the null broker compare starts listens")
+	external := fs.String("broker-addr", "", "use this already running broker (e.g. from kbench broker) instead of starting one")
+	rounds := fs.Int("rounds", 3, "rounds; each runs every target once, for -t")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *bin != "" && *kaddr != "" {
+		return usageError{errors.New("give --kproxy-bin or --kproxy-addr, not both")}
+	}
+	if *bin == "" && *kaddr == "" && len(others) == 0 {
+		return usageError{errors.New("nothing to compare: give --kproxy-bin, --kproxy-addr or --other")}
+	}
+	if *rounds < 1 {
+		return usageError{errors.New("--rounds must be at least 1")}
+	}
+
+	brokerAddr := *external
+	if brokerAddr == "" {
+		b, err := startBroker(brokerConfig{Listen: *listen, Topic: cfg.Topic, Partitions: 1})
+		if err != nil {
+			return fmt.Errorf("null broker: %w", err)
+		}
+		defer b.close()
+		brokerAddr = b.Addr()
+	}
+	targets := []other{{name: "direct", addr: brokerAddr}}
+	switch {
+	case *bin != "":
+		k, err := startKproxy(*bin, brokerAddr, strings.Fields(*kargs))
+		if err != nil {
+			return err
+		}
+		defer k.stop()
+		targets = append(targets, other{name: "kproxy", addr: k.addr, pid: k.cmd.Process.Pid})
+	case *kaddr != "":
+		targets = append(targets, other{name: "kproxy", addr: *kaddr, pid: *kpid})
+	}
+	targets = append(targets, others...)
+
+	rows, err := compare(cfg, targets, *rounds)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("kbench compare: %d conns x %d in flight, %d-byte Produce v%d frames (acks=1), %d rounds x %v per target, null broker %s\n",
+		cfg.Conns, cfg.Depth, rows[0].res.FrameLen, produceVersion, *rounds, cfg.Duration, brokerAddr)
+	printTable(os.Stdout, rows, &rows[0].res)
+	return nil
+}
+
+// compare runs every target once per round, in turn, and sums each
+// target's rounds. The first target is the reference (direct).
+func compare(cfg loadConfig, targets []other, rounds int) ([]row, error) {
+	rows := make([]row, len(targets))
+	for i, t := range targets {
+		rows[i] = row{name: t.name, hasCPU: t.pid > 0, res: loadResult{Hist: newHistogram()}}
+	}
+	for r := range rounds {
+		for i, t := range targets {
+			c := cfg
+			c.Addr = t.addr
+			var before time.Duration
+			if t.pid > 0 {
+				var err error
+				if before, err = processCPU(t.pid); err != nil {
+					return nil, fmt.Errorf("%s: %w", t.name, err)
+				}
+			}
+			res, err := runLoad(c)
+			if err != nil {
+				return nil, fmt.Errorf("%s (%s), round %d: %w", t.name, t.addr, r+1, err)
+			}
+			if t.pid > 0 {
+				after, err := processCPU(t.pid)
+				if err != nil {
+					return nil, fmt.Errorf("%s: %w", t.name, err)
+				}
+				rows[i].cpu += after - before
+			}
+			rows[i].res.add(res)
+			fmt.Fprintf(os.Stderr, "round %d/%d  %-10s %10.0f req/s  p50 %s  p99 %s\n", r+1, rounds, t.name,
+				res.reqPerSec(), fmtDur(res.Hist.quantile(0.5)), fmtDur(res.Hist.quantile(0.99)))
+		}
+	}
+	return rows, nil
+}

@@ -1,0 +1,247 @@
+package main
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/kproxy/kproxy/framing"
+)
+
+// loadConfig is one load run: Conns connections, each keeping Depth Produce
+// requests of about Size bytes in flight, for Duration or until MaxRequests
+// in all have been sent, whichever comes first.
+type loadConfig struct {
+	Addr        string
+	Conns       int
+	Depth       int
+	Size        int
+	Duration    time.Duration
+	MaxRequests int64
+	Topic       string
+}
+
+func (c loadConfig) validate() error {
+	switch {
+	case c.Addr == "":
+		return errors.New("--addr is required")
+	case c.Conns < 1 || c.Depth < 1:
+		return fmt.Errorf("-c and -d must be at least 1 (got %d, %d)", c.Conns, c.Depth)
+	case c.Size < 1 || c.Size > maxFrame:
+		return fmt.Errorf("-s must be between 1 and %d", maxFrame)
+	case c.Duration <= 0 || c.MaxRequests < 1:
+		return errors.New("-t and --max-requests must be positive")
+	}
+	return nil
+}
+
+// loadResult is what a run measured. Latency is from a request's write
+// into the connection's buffer to its response being read.
+type loadResult struct {
+	Requests  int64 // responses received
+	FrameLen  int   // bytes of each request frame
+	RespBytes int64
+	Elapsed   time.Duration
+	Hist      *histogram
+}
+
+func (r loadResult) reqPerSec() float64 { return float64(r.Requests) / r.Elapsed.Seconds() }
+
+// mbPerSec is request bytes (what a producer pushes) in 10^6 bytes/s.
+func (r loadResult) mbPerSec() float64 {
+	return float64(r.Requests) * float64(r.FrameLen) / r.Elapsed.Seconds() / 1e6
+}
+
+// add accumulates another run of the same target (compare's rounds).
+func (r *loadResult) add(o loadResult) {
+	r.Requests += o.Requests
+	r.FrameLen = o.FrameLen
+	r.RespBytes += o.RespBytes
+	r.Elapsed += o.Elapsed
+	if r.Hist == nil {
+		r.Hist = newHistogram()
+	}
+	r.Hist.merge(o.Hist)
+}
+
+// runLoad dials every connection first, so connection setup is not
+// measured, then drives them all until the deadline or the request budget.
+func runLoad(cfg loadConfig) (loadResult, error) {
+	if err := cfg.validate(); err != nil {
+		return loadResult{}, err
+	}
+	conns := make([]net.Conn, 0, cfg.Conns)
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for range cfg.Conns {
+		c, err := net.DialTimeout("tcp", cfg.Addr, 5*time.Second)
+		if err != nil {
+			return loadResult{}, err
+		}
+		conns = append(conns, c)
+	}
+	template := produceFrame(cfg.Topic, cfg.Size, "kbench")
+	budget := (cfg.MaxRequests + int64(cfg.Conns) - 1) / int64(cfg.Conns)
+	results := make([]connResult, len(conns))
+	var wg sync.WaitGroup
+	start := time.Now()
+	deadline := start.Add(cfg.Duration)
+	for i, c := range conns {
+		wg.Go(func() {
+			frame := append([]byte(nil), template...) // one frame per connection, patched in place
+			results[i] = driveConn(c, frame, cfg.Depth, deadline, budget)
+		})
+	}
+	wg.Wait()
+	total := loadResult{FrameLen: len(template), Elapsed: time.Since(start), Hist: newHistogram()}
+	var errs []error
+	for i, r := range results {
+		total.Requests += r.n
+		total.RespBytes += r.respBytes
+		total.Hist.merge(r.hist)
+		if r.err != nil {
+			errs = append(errs, fmt.Errorf("connection %d: %w", i, r.err))
+		}
+	}
+	return total, errors.Join(errs...)
+}
+
+// connResult is one connection's share of a run.
+type connResult struct {
+	n, respBytes int64
+	hist         *histogram
+	err          error
+}
+
+// driveConn keeps depth requests in flight on c. It runs in one goroutine:
+// each response read frees a slot for the next request, written into the
+// buffered writer, which is flushed only when no more response bytes are
+// buffered, so requests batch the way responses arrive. Responses must
+// come back in request order: their correlation ids are checked against
+// the next expected one. Nothing in the loop allocates.
+func driveConn(c net.Conn, frame []byte, depth int, deadline time.Time, budget int64) (res connResult) {
+	res.hist = newHistogram()
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.SetNoDelay(true)
+	}
+	c.SetDeadline(deadline.Add(10 * time.Second)) // bound a peer that stops answering
+	r := bufio.NewReaderSize(c, 64<<10)
+	w := bufio.NewWriterSize(c, 64<<10)
+	base := time.Now()
+	stop := deadline.Sub(base)
+	sentAt := make([]time.Duration, depth) // by correlation id modulo depth
+	var next, expect uint32                // correlation ids, as sent and as due
+	var sent int64
+	send := func() error {
+		framing.SetRequestCorrelationID(frame, int32(next))
+		sentAt[next%uint32(depth)] = time.Since(base)
+		next++
+		sent++
+		_, err := w.Write(frame)
+		return err
+	}
+	inFlight := 0
+	for inFlight < depth && sent < budget {
+		if res.err = send(); res.err != nil {
+			return res
+		}
+		inFlight++
+	}
+	var first []byte
+	for inFlight > 0 {
+		if r.Buffered() == 0 {
+			if res.err = w.Flush(); res.err != nil {
+				return res
+			}
+		}
+		hdr, err := r.Peek(8)
+		if err != nil {
+			res.err = err
+			return res
+		}
+		size := int(int32(binary.BigEndian.Uint32(hdr)))
+		if size < 4 || size > maxFrame {
+			res.err = fmt.Errorf("response size %d out of range", size)
+			return res
+		}
+		if corr := int32(binary.BigEndian.Uint32(hdr[4:])); corr != int32(expect) {
+			res.err = fmt.Errorf("response correlation id %d, want %d: responses out of order", corr, int32(expect))
+			return res
+		}
+		now := time.Since(base)
+		res.hist.record(now - sentAt[expect%uint32(depth)])
+		if expect == 0 { // check the first response fully, once
+			if first, err = readFrame(r, &first); err == nil {
+				err = checkFirst(first)
+			}
+		} else {
+			_, err = r.Discard(framing.SizeLen + size)
+		}
+		if err != nil {
+			res.err = err
+			return res
+		}
+		expect++
+		inFlight--
+		res.n++
+		res.respBytes += int64(framing.SizeLen + size)
+		if sent < budget && now < stop {
+			if res.err = send(); res.err != nil {
+				return res
+			}
+			inFlight++
+		}
+	}
+	res.err = w.Flush()
+	return res
+}
+
+// checkFirst decodes the first response of a connection.
+func checkFirst(frame []byte) error {
+	h, err := framing.ParseResponseHeader(frame, framing.KeyProduce, produceVersion)
+	if err != nil {
+		return err
+	}
+	return checkProduceResponse(frame[h.BodyOffset:])
+}
+
+// loadFlags registers the flags load and compare share.
+func loadFlags(fs *flag.FlagSet, cfg *loadConfig) {
+	fs.IntVar(&cfg.Conns, "c", 8, "connections")
+	fs.IntVar(&cfg.Depth, "d", 8, "requests in flight per connection (pipelined)")
+	fs.IntVar(&cfg.Size, "s", 100, "bytes per Produce request frame, size prefix included")
+	fs.DurationVar(&cfg.Duration, "t", 3*time.Second, "duration of a run")
+	fs.Int64Var(&cfg.MaxRequests, "max-requests", 50_000_000, "stop a run after this many requests in all")
+	fs.StringVar(&cfg.Topic, "topic", "kbench", "topic produced to (partition 0)")
+}
+
+// loadCmd runs one load against one address and prints what it measured.
+func loadCmd(args []string) error {
+	fs := flag.NewFlagSet("load", flag.ContinueOnError)
+	var cfg loadConfig
+	fs.StringVar(&cfg.Addr, "addr", "", "address to load, HOST:PORT (a broker, or a proxy in front of one)")
+	loadFlags(fs, &cfg)
+	api := fs.String("api", "produce", "request to send (only produce)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if *api != "produce" {
+		return usageError{fmt.Errorf("--api %q: only produce is supported", *api)}
+	}
+	res, err := runLoad(cfg)
+	if res.Requests > 0 {
+		fmt.Printf("kbench load: %s, %d conns x %d in flight, %d-byte Produce v%d frames (acks=1), %v\n",
+			cfg.Addr, cfg.Conns, cfg.Depth, res.FrameLen, produceVersion, cfg.Duration)
+		printTable(os.Stdout, []row{{name: cfg.Addr, res: res}}, nil)
+	}
+	return err
+}

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// produceVersion is the Produce version the load generator sends: the
+// first flexible one (header v2, compact encoding), spoken by every broker
+// since Kafka 2.4 and still by Kafka 4.
+const produceVersion = 9
+
+// produceFrame builds a whole Produce v9 request frame (acks=1) to
+// topic/partition 0 carrying one record batch of one record, whose value is
+// sized so that the frame is size bytes, or as small as it can be when size
+// is below the frame's overhead. The batch is valid (CRC included), so a
+// real broker accepts it too. Callers patch the correlation id per request.
+func produceFrame(topic string, size int, clientID string) []byte {
+	valueLen := 0
+	frame := encodeProduce(topic, valueLen, clientID)
+	// The record and batch lengths are varints, so the overhead can move by
+	// a byte or two as the value grows: converge in a few bounded steps.
+	for range 8 {
+		delta := size - len(frame)
+		if delta == 0 || (valueLen == 0 && delta < 0) {
+			break
+		}
+		valueLen = max(valueLen+delta, 0)
+		frame = encodeProduce(topic, valueLen, clientID)
+	}
+	return frame
+}
+
+func encodeProduce(topic string, valueLen int, clientID string) []byte {
+	rec := kmsg.Record{Value: make([]byte, valueLen)}
+	for i := range rec.Value {
+		rec.Value[i] = byte('a' + i%26)
+	}
+	rec.Length = int32(len(rec.AppendTo(nil)) - 1) // everything after the 1-byte zero Length
+	records := rec.AppendTo(nil)
+
+	now := time.Now().UnixMilli()
+	batch := kmsg.RecordBatch{
+		PartitionLeaderEpoch: -1,
+		Magic:                2,
+		FirstTimestamp:       now,
+		MaxTimestamp:         now,
+		ProducerID:           -1,
+		ProducerEpoch:        -1,
+		FirstSequence:        -1,
+		NumRecords:           1,
+		Records:              records,
+	}
+	raw := batch.AppendTo(nil)
+	binary.BigEndian.PutUint32(raw[8:], uint32(len(raw)-12))                                          // Length: after itself
+	binary.BigEndian.PutUint32(raw[17:], crc32.Checksum(raw[21:], crc32.MakeTable(crc32.Castagnoli))) // CRC from Attributes on
+
+	req := kmsg.NewPtrProduceRequest()
+	req.Version = produceVersion
+	req.Acks = 1
+	req.TimeoutMillis = 30000
+	req.Topics = []kmsg.ProduceRequestTopic{{
+		Topic:      topic,
+		Partitions: []kmsg.ProduceRequestTopicPartition{{Partition: 0, Records: raw}},
+	}}
+	return requestFrame(req, 0, clientID)
+}
+
+// requestFrame encodes req as a whole request frame with the header
+// version its key and version need.
+func requestFrame(req kmsg.Request, corr int32, clientID string) []byte {
+	dst := make([]byte, 4, 64)
+	dst = binary.BigEndian.AppendUint16(dst, uint16(req.Key()))
+	dst = binary.BigEndian.AppendUint16(dst, uint16(req.GetVersion()))
+	dst = binary.BigEndian.AppendUint32(dst, uint32(corr))
+	dst = binary.BigEndian.AppendUint16(dst, uint16(len(clientID)))
+	dst = append(dst, clientID...)
+	if req.IsFlexible() {
+		dst = append(dst, 0) // no header tags
+	}
+	dst = req.AppendTo(dst)
+	binary.BigEndian.PutUint32(dst, uint32(len(dst)-4))
+	return dst
+}
+
+// checkProduceResponse decodes a Produce response body (after the response
+// header) and fails on any partition error, so a load run against a broker
+// that refuses the records does not report refusals as throughput.
+func checkProduceResponse(body []byte) error {
+	resp := kmsg.NewPtrProduceResponse()
+	resp.Version = produceVersion
+	if err := resp.ReadFrom(body); err != nil {
+		return fmt.Errorf("decoding produce response: %w", err)
+	}
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if p.ErrorCode != 0 {
+				return fmt.Errorf("produce to %s/%d: error code %d", t.Topic, p.Partition, p.ErrorCode)
+			}
+		}
+	}
+	return nil
+}
