@@ -1,11 +1,9 @@
 package e2e
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/kproxy/kproxy/e2e/harness"
 	"github.com/kproxy/kproxy/e2e/kclients"
@@ -29,13 +27,6 @@ func init() {
 			"-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
 			"-Djava.security.egd=file:/dev/urandom",
 			"KafkaDriver"}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		tmp := harness.WorkDir(t, "java")
-		d, err := kclients.NewProcess(ctx, argv, tmp, harness.Env(), tmp)
-		if err != nil {
-			t.Fatalf("Java client driver: %v", err)
-		}
-		return d
+		return processDriver(t, "java", argv, "")
 	})
 }

@@ -1,12 +1,10 @@
 package e2e
 
 import (
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/kproxy/kproxy/e2e/harness"
 	"github.com/kproxy/kproxy/e2e/kclients"
@@ -25,12 +23,6 @@ func init() {
 			t.Fatalf("kafkajs is not installed in %s/node_modules: run `bash e2e/run.sh` "+
 				"(or `bash e2e/clients/node/install.sh`, which runs npm ci there)", dir)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		d, err := kclients.NewProcess(ctx, []string{node, filepath.Join(dir, "driver.js")}, dir, harness.Env(), harness.WorkDir(t, "kafkajs"))
-		if err != nil {
-			t.Fatalf("kafkajs driver: %v", err)
-		}
-		return d
+		return processDriver(t, "kafkajs", []string{node, filepath.Join(dir, "driver.js")}, dir)
 	})
 }

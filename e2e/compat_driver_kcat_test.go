@@ -1,11 +1,9 @@
 package e2e
 
 import (
-	"context"
 	"os/exec"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/kproxy/kproxy/e2e/harness"
 	"github.com/kproxy/kproxy/e2e/kclients"
@@ -25,12 +23,6 @@ func init() {
 			t.Fatal("kcat is not on PATH: run `bash e2e/run.sh` as root (its clients/kcat/install.sh runs `apt-get install -y kcat`), " +
 				"or install it yourself: apt-get install -y kcat")
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		d, err := kclients.NewProcess(ctx, []string{python, filepath.Join(dir, "driver.py")}, dir, harness.Env(), harness.WorkDir(t, "kcat"))
-		if err != nil {
-			t.Fatalf("kcat driver: %v", err)
-		}
-		return d
+		return processDriver(t, "kcat", []string{python, filepath.Join(dir, "driver.py")}, dir)
 	})
 }

@@ -1,11 +1,9 @@
 package e2e
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/kproxy/kproxy/e2e/harness"
 	"github.com/kproxy/kproxy/e2e/kclients"
@@ -25,12 +23,6 @@ func init() {
 			t.Fatalf("the confluent-kafka driver's venv is missing (%v): run `bash e2e/run.sh` "+
 				"(or `bash e2e/clients/python/install.sh %s`; it needs python3 with venv)", err, cache)
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		d, err := kclients.NewProcess(ctx, []string{python, filepath.Join(dir, "driver.py")}, dir, harness.Env(), harness.WorkDir(t, "python"))
-		if err != nil {
-			t.Fatalf("confluent-kafka driver: %v", err)
-		}
-		return d
+		return processDriver(t, "python", []string{python, filepath.Join(dir, "driver.py")}, dir)
 	})
 }

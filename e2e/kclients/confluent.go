@@ -329,29 +329,20 @@ func (d Confluent) Admin(ctx context.Context, o AdminOpts) (err error) {
 	if err != nil {
 		return fmt.Errorf("create %s: %w", o.Topic, err)
 	}
-	// The new topic's metadata may take a moment to reach the broker's cache.
-	var last error
-	for deadline := time.Now().Add(30 * time.Second); ; {
+	err = awaitDescribed(ctx, o.Topic, o.Partitions, func() (int, error) {
 		r, err := a.DescribeTopics(ctx, kafka.NewTopicCollectionOfTopicNames([]string{o.Topic}))
 		switch {
 		case err != nil:
-			last = err
+			return 0, err
 		case len(r.TopicDescriptions) != 1:
-			last = fmt.Errorf("%d topics described", len(r.TopicDescriptions))
+			return 0, fmt.Errorf("%d topics described", len(r.TopicDescriptions))
 		case r.TopicDescriptions[0].Error.Code() != kafka.ErrNoError:
-			last = r.TopicDescriptions[0].Error
-		case len(r.TopicDescriptions[0].Partitions) != o.Partitions:
-			return fmt.Errorf("describe %s: %d partitions, want %d", o.Topic, len(r.TopicDescriptions[0].Partitions), o.Partitions)
-		default:
-			last = nil
+			return 0, r.TopicDescriptions[0].Error
 		}
-		if last == nil {
-			break
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return fmt.Errorf("describe %s: %w", o.Topic, last)
-		}
-		time.Sleep(200 * time.Millisecond)
+		return len(r.TopicDescriptions[0].Partitions), nil
+	})
+	if err != nil {
+		return err
 	}
 	rs, err = a.DeleteTopics(ctx, []string{o.Topic}, kafka.SetAdminOperationTimeout(30*time.Second))
 	if err == nil && len(rs) == 1 && rs[0].Error.Code() != kafka.ErrNoError {
@@ -360,16 +351,12 @@ func (d Confluent) Admin(ctx context.Context, o AdminOpts) (err error) {
 	if err != nil {
 		return fmt.Errorf("delete %s: %w", o.Topic, err)
 	}
-	for deadline := time.Now().Add(30 * time.Second); ; {
+	return awaitGone(ctx, o.Topic, func() (bool, error) {
 		md, err := a.GetMetadata(nil, true, 5000)
-		if err == nil {
-			if _, ok := md.Topics[o.Topic]; !ok {
-				return nil
-			}
+		if err != nil {
+			return false, err
 		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return fmt.Errorf("%s still listed 30s after its deletion (%v)", o.Topic, err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		_, ok := md.Topics[o.Topic]
+		return ok, nil
+	})
 }

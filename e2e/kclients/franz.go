@@ -220,15 +220,8 @@ func (d Franz) Admin(ctx context.Context, o AdminOpts) error {
 	if r, err := adm.DeleteTopic(ctx, o.Topic); err != nil || r.Err != nil {
 		return fmt.Errorf("delete %s: %w", o.Topic, errors.Join(err, r.Err))
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	return awaitGone(ctx, o.Topic, func() (bool, error) {
 		td, err := adm.ListTopics(ctx)
-		if err == nil && !td.Has(o.Topic) {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s still listed 30s after its deletion (%v)", o.Topic, err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return td.Has(o.Topic), err
+	})
 }

@@ -184,29 +184,20 @@ func (d KafkaGo) Admin(ctx context.Context, o AdminOpts) error {
 	if err != nil {
 		return fmt.Errorf("create %s: %w", o.Topic, err)
 	}
-	// The new topic's metadata may take a moment to reach the broker's cache.
-	var last error
-	for deadline := time.Now().Add(30 * time.Second); ; {
+	err = awaitDescribed(ctx, o.Topic, o.Partitions, func() (int, error) {
 		md, err := cl.Metadata(ctx, &kafka.MetadataRequest{Topics: []string{o.Topic}})
 		switch {
 		case err != nil:
-			last = err
+			return 0, err
 		case len(md.Topics) != 1:
-			last = fmt.Errorf("%d topics described", len(md.Topics))
+			return 0, fmt.Errorf("%d topics described", len(md.Topics))
 		case md.Topics[0].Error != nil:
-			last = md.Topics[0].Error
-		case len(md.Topics[0].Partitions) != o.Partitions:
-			return fmt.Errorf("describe %s: %d partitions, want %d", o.Topic, len(md.Topics[0].Partitions), o.Partitions)
-		default:
-			last = nil
+			return 0, md.Topics[0].Error
 		}
-		if last == nil {
-			break
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return fmt.Errorf("describe %s: %w", o.Topic, last)
-		}
-		time.Sleep(200 * time.Millisecond)
+		return len(md.Topics[0].Partitions), nil
+	})
+	if err != nil {
+		return err
 	}
 	dr, err := cl.DeleteTopics(ctx, &kafka.DeleteTopicsRequest{Topics: []string{o.Topic}})
 	if err == nil {
@@ -215,17 +206,14 @@ func (d KafkaGo) Admin(ctx context.Context, o AdminOpts) error {
 	if err != nil {
 		return fmt.Errorf("delete %s: %w", o.Topic, err)
 	}
-	for deadline := time.Now().Add(30 * time.Second); ; {
+	return awaitGone(ctx, o.Topic, func() (bool, error) {
 		// A nil topic list asks for every topic.
 		md, err := cl.Metadata(ctx, &kafka.MetadataRequest{})
-		if err == nil && !kafkaGoListed(md.Topics, o.Topic) {
-			return nil
+		if err != nil {
+			return false, err
 		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return fmt.Errorf("%s still listed 30s after its deletion (%v)", o.Topic, err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return kafkaGoListed(md.Topics, o.Topic), nil
+	})
 }
 
 func kafkaGoListed(ts []kafka.Topic, topic string) bool {

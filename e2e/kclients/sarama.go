@@ -358,43 +358,30 @@ func (d Sarama) Admin(ctx context.Context, o AdminOpts) error {
 	if err := adm.CreateTopic(o.Topic, &sarama.TopicDetail{NumPartitions: int32(o.Partitions), ReplicationFactor: 1}, false); err != nil {
 		return fmt.Errorf("create %s: %w", o.Topic, err)
 	}
-	// The new topic's metadata may take a moment to reach the broker's cache.
-	var last error
-	for deadline := time.Now().Add(30 * time.Second); ; {
+	err = awaitDescribed(ctx, o.Topic, o.Partitions, func() (int, error) {
 		md, err := adm.DescribeTopics([]string{o.Topic})
 		switch {
 		case err != nil:
-			last = err
+			return 0, err
 		case len(md) != 1:
-			last = fmt.Errorf("%d topics described", len(md))
+			return 0, fmt.Errorf("%d topics described", len(md))
 		case md[0].Err != sarama.ErrNoError:
-			last = md[0].Err
-		case len(md[0].Partitions) != o.Partitions:
-			return fmt.Errorf("describe %s: %d partitions, want %d", o.Topic, len(md[0].Partitions), o.Partitions)
-		default:
-			last = nil
+			return 0, md[0].Err
 		}
-		if last == nil {
-			break
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return fmt.Errorf("describe %s: %w", o.Topic, last)
-		}
-		time.Sleep(200 * time.Millisecond)
+		return len(md[0].Partitions), nil
+	})
+	if err != nil {
+		return err
 	}
 	if err := adm.DeleteTopic(o.Topic); err != nil {
 		return fmt.Errorf("delete %s: %w", o.Topic, err)
 	}
-	for deadline := time.Now().Add(30 * time.Second); ; {
+	return awaitGone(ctx, o.Topic, func() (bool, error) {
 		ts, err := adm.ListTopics()
-		if err == nil {
-			if _, ok := ts[o.Topic]; !ok {
-				return nil
-			}
+		if err != nil {
+			return false, err
 		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return fmt.Errorf("%s still listed 30s after its deletion (%v)", o.Topic, err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		_, ok := ts[o.Topic]
+		return ok, nil
+	})
 }

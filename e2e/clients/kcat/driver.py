@@ -7,7 +7,6 @@ stdout carries only the features JSON; kcat runs quiet (-q) with its
 stderr passed through.
 """
 
-import argparse
 import json
 import os
 import re
@@ -18,16 +17,13 @@ import sys
 import threading
 import time
 
+# The contract's command line is shared with the other Python driver.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import contract  # noqa: E402
+from contract import Failure, log  # noqa: E402
+
 KCAT = os.environ.get("KCAT", "kcat")
 COMPRESSION = ("none", "gzip", "snappy", "lz4", "zstd")
-
-
-class Failure(Exception):
-    """A one-line reason to exit non-zero with."""
-
-
-def log(msg):
-    print(msg, file=sys.stderr, flush=True)
 
 
 def versions():
@@ -207,55 +203,8 @@ def features(_args):
     print(json.dumps({"name": f"kcat {kcat} (librdkafka {librdkafka})", "unsupported": unsupported(librdkafka)}))
 
 
-def parser():
-    p = argparse.ArgumentParser(description=__doc__)
-    sub = p.add_subparsers(dest="command", required=True)
-
-    def cmd(name, fn, connects=True):
-        s = sub.add_parser(name)
-        s.set_defaults(fn=fn)
-        if connects:
-            s.add_argument("--bootstrap", required=True)
-            s.add_argument("--sasl-mechanism")
-            s.add_argument("--sasl-user")
-            s.add_argument("--sasl-password")
-        return s
-
-    cmd("features", features, connects=False)
-    s = cmd("produce", produce)
-    s.add_argument("--topic", required=True)
-    s.add_argument("--input", required=True)
-    s.add_argument("--acks", required=True)
-    s.add_argument("--compression", required=True)
-    s.add_argument("--idempotent", action="store_true")
-    s.add_argument("--transactional-id")
-    s.add_argument("--aborted")
-    s = cmd("consume", consume)
-    s.add_argument("--topic", required=True)
-    s.add_argument("--group", required=True)
-    s.add_argument("--count", type=int, required=True)
-    s.add_argument("--timeout-ms", type=int, required=True)
-    s.add_argument("--protocol", required=True)
-    s.add_argument("--read-committed", action="store_true")
-    s.add_argument("--members", type=int, default=1)
-    s.add_argument("--output", required=True)
-    s = cmd("admin", admin)
-    s.add_argument("--topic", required=True)
-    s.add_argument("--partitions", type=int, required=True)
-    s = cmd("perf", perf)
-    s.add_argument("--topic")
-    s.add_argument("--count")
-    s.add_argument("--size")
-    return p
-
-
 def main():
-    args = parser().parse_args()
-    try:
-        return args.fn(args) or 0
-    except Failure as e:
-        log(f"error: {e}")
-        return 1
+    return contract.run(__doc__, {"features": features, "produce": produce, "consume": consume, "admin": admin, "perf": perf})
 
 
 if __name__ == "__main__":

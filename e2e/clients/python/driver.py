@@ -5,8 +5,8 @@ compatibility suite: one command per run, as described in ../CONTRACT.md.
 stdout carries only the features JSON; librdkafka logs to stderr.
 """
 
-import argparse
 import json
+import os
 import sys
 import threading
 import time
@@ -15,15 +15,12 @@ import confluent_kafka
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicCollection
 from confluent_kafka.admin import AdminClient, NewTopic
 
+# The contract's command line is shared with the other Python driver.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import contract  # noqa: E402
+from contract import Failure, log  # noqa: E402
+
 UNSUPPORTED = {"perf-tools": "ships no load tools"}
-
-
-class Failure(Exception):
-    """A one-line reason to exit non-zero with."""
-
-
-def log(msg):
-    print(msg, file=sys.stderr, flush=True)
 
 
 def base_conf(args, client_id):
@@ -229,55 +226,8 @@ def perf(_args):
     raise Failure("perf: ships no load tools")
 
 
-def parser():
-    p = argparse.ArgumentParser(description=__doc__)
-    sub = p.add_subparsers(dest="command", required=True)
-
-    def cmd(name, fn, connects=True):
-        s = sub.add_parser(name)
-        s.set_defaults(fn=fn)
-        if connects:
-            s.add_argument("--bootstrap", required=True)
-            s.add_argument("--sasl-mechanism")
-            s.add_argument("--sasl-user")
-            s.add_argument("--sasl-password")
-        return s
-
-    cmd("features", features, connects=False)
-    s = cmd("produce", produce)
-    s.add_argument("--topic", required=True)
-    s.add_argument("--input", required=True)
-    s.add_argument("--acks", required=True)
-    s.add_argument("--compression", required=True)
-    s.add_argument("--idempotent", action="store_true")
-    s.add_argument("--transactional-id")
-    s.add_argument("--aborted")
-    s = cmd("consume", consume)
-    s.add_argument("--topic", required=True)
-    s.add_argument("--group", required=True)
-    s.add_argument("--count", type=int, required=True)
-    s.add_argument("--timeout-ms", type=int, required=True)
-    s.add_argument("--protocol", required=True)
-    s.add_argument("--read-committed", action="store_true")
-    s.add_argument("--members", type=int, default=1)
-    s.add_argument("--output", required=True)
-    s = cmd("admin", admin)
-    s.add_argument("--topic", required=True)
-    s.add_argument("--partitions", type=int, required=True)
-    s = cmd("perf", perf)
-    s.add_argument("--topic")
-    s.add_argument("--count")
-    s.add_argument("--size")
-    return p
-
-
 def main():
-    args = parser().parse_args()
-    try:
-        return args.fn(args) or 0
-    except (Failure, KafkaException) as e:
-        log(f"error: {e}")
-        return 1
+    return contract.run(__doc__, {"features": features, "produce": produce, "consume": consume, "admin": admin, "perf": perf}, errors=(Failure, KafkaException))
 
 
 if __name__ == "__main__":
