@@ -185,17 +185,6 @@ func (c *cell) ctx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), 3*compatTimeout)
 }
 
-// kproxy is the kproxy on this cell's path for sasl, or nil when direct.
-func (c *cell) kproxy(sasl string) *harness.Kproxy {
-	if !c.path.proxied {
-		return nil
-	}
-	if sasl != "" {
-		return c.env.sasl
-	}
-	return c.env.plain
-}
-
 // slug makes a name safe for topics, groups and test names.
 func slug(s string) string {
 	var b strings.Builder

@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"encoding/binary"
 	"testing"
 	"time"
 
@@ -55,8 +56,8 @@ func (k *Kafka) Codecs(t testing.TB, topic string) map[int8]int {
 			b := rp.RecordBatches
 			for len(b) >= 61 { // a record batch header
 				var batch kmsg.RecordBatch
-				n := int(int32(uint32(b[8])<<24|uint32(b[9])<<16|uint32(b[10])<<8|uint32(b[11]))) + 12
-				if n > len(b) { // a partial batch at the end of the response
+				n := int(int32(binary.BigEndian.Uint32(b[8:]))) + 12 // batch length after offset and length
+				if n > len(b) {                                      // a partial batch at the end of the response
 					break
 				}
 				if err := batch.ReadFrom(b[:n]); err != nil {

@@ -109,11 +109,6 @@ func (d Sarama) Produce(ctx context.Context, o ProduceOpts, recs []Record) error
 		return err
 	}
 	defer cl.Close()
-	if o.Acks == "0" {
-		if err := saramaWaitLeaders(ctx, cl, o.Topic); err != nil {
-			return err
-		}
-	}
 	p, err := sarama.NewAsyncProducerFromClient(cl)
 	if err != nil {
 		return err
@@ -126,31 +121,6 @@ func (d Sarama) Produce(ctx context.Context, o ProduceOpts, recs []Record) error
 		return fmt.Errorf("aborted transaction: %w", err)
 	}
 	return saramaTxn(ctx, p, o.Topic, recs, p.CommitTxn)
-}
-
-// saramaWaitLeaders waits until the leader of each partition of topic
-// answers ListOffsets. With acks=0 nothing reports a failed produce: a
-// broker that is not yet serving a just-created partition drops the
-// request and closes the connection, losing the requests behind it.
-func saramaWaitLeaders(ctx context.Context, cl sarama.Client, topic string) error {
-	parts, err := cl.Partitions(topic)
-	if err != nil {
-		return fmt.Errorf("partitions of %s: %w", topic, err)
-	}
-	for _, part := range parts {
-		for {
-			_, err := cl.GetOffset(topic, part, sarama.OffsetNewest)
-			if err == nil {
-				break
-			}
-			select {
-			case <-ctx.Done():
-				return fmt.Errorf("leader of %s[%d] not ready: %w", topic, part, err)
-			case <-time.After(50 * time.Millisecond):
-			}
-		}
-	}
-	return nil
 }
 
 func saramaTxn(ctx context.Context, p sarama.AsyncProducer, topic string, recs []Record, end func() error) error {
