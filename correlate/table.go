@@ -15,11 +15,14 @@ var ErrFull = errors.New("in-flight table full")
 
 // Table is the InFlight FIFO of one upstream connection. The request side
 // pushes and the response side pops from their own goroutines; a mutex
-// keeps the two in step. Entries live in a ring allocated once, so the
+// keeps the two in step. Entries live in a ring that starts small and
+// doubles up to max as a connection pipelines deeper, so an idle
+// connection costs a few entries rather than max_in_flight of them, and the
 // steady state allocates nothing.
 type Table struct {
 	mu     sync.Mutex
 	room   chan struct{} // a token after each pop; closed by Close
+	max    int
 	ring   []Entry
 	head   int
 	n      int
@@ -36,7 +39,20 @@ type Table struct {
 
 // New returns a table that holds at most max entries.
 func New(max int) *Table {
-	return &Table{ring: make([]Entry, max), room: make(chan struct{}, 1)}
+	return &Table{max: max, room: make(chan struct{}, 1)}
+}
+
+// firstRing is the ring's size at the first Push.
+const firstRing = 4
+
+// grow doubles the ring (up to max), keeping the entries in FIFO order
+// from index 0. The caller holds mu.
+func (t *Table) grow() {
+	ring := make([]Entry, min(max(2*len(t.ring), firstRing), t.max))
+	for i := range t.n {
+		ring[i] = t.ring[(t.head+i)%len(t.ring)]
+	}
+	t.ring, t.head = ring, 0
 }
 
 // Len is the number of entries awaiting a response.
@@ -54,8 +70,11 @@ func (t *Table) Push(e Entry) (int32, error) {
 	if t.closed {
 		return 0, ErrClosed
 	}
-	if t.n == len(t.ring) {
+	if t.n == t.max {
 		return 0, ErrFull
+	}
+	if t.n == len(t.ring) {
+		t.grow()
 	}
 	e.UpstreamID = t.nextID
 	t.nextID++ // wraps; ids are opaque to the broker
@@ -85,7 +104,7 @@ func (t *Table) WaitRoom(d time.Duration) error {
 	defer timer.Stop()
 	for {
 		t.mu.Lock()
-		full, closed := t.n == len(t.ring), t.closed
+		full, closed := t.n == t.max, t.closed
 		t.mu.Unlock()
 		switch {
 		case closed:

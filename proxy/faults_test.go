@@ -183,3 +183,55 @@ func TestFloodAtStalledUpstreamIsBounded(t *testing.T) {
 		return testutil.ToFloat64(env.m.overflow.WithLabelValues("client")) == 1
 	})
 }
+
+// A client that floods acks=0 requests (no in-flight entries, so no
+// backpressure) at an upstream that has stopped reading blocks the relay's
+// flush; the unread input it piles up meanwhile is still closed at
+// max_unread_bytes, well before write_timeout.
+func TestFloodAtUpstreamThatStopsReadingIsBounded(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() { // accept and never read
+		var held []net.Conn
+		defer func() {
+			for _, c := range held {
+				c.Close()
+			}
+		}()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			held = append(held, c)
+		}
+	}()
+	env := startProxy(t, ln.Addr().String(), func(cfg *Config, fc *framing.Config, _ *correlate.Config) {
+		fc.MaxRequestBytes, fc.MaxResponseBytes = 64<<10, 64<<10
+		cfg.MaxUnreadBytes = 1 << 20
+		cfg.WriteTimeout = time.Minute
+	})
+	c := dialRaw(t, env.addr)
+	frame := encodeRequest(produceRequest(7, 0, "flood"), 1)
+	batch := make([]byte, 0, 64<<10)
+	for len(batch)+len(frame) <= cap(batch) {
+		batch = append(batch, frame...)
+	}
+	start := time.Now()
+	c.SetWriteDeadline(start.Add(20 * time.Second))
+	for sent := 0; sent < 1<<30 && err == nil; sent += len(batch) {
+		_, err = c.Write(batch)
+	}
+	if err == nil {
+		t.Fatal("1 GiB written without kproxy closing the connection")
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("closed after %v (write timeout?), want soon after max_unread_bytes", d)
+	}
+	waitFor(t, 2*time.Second, "overflow close counted", func() bool {
+		return testutil.ToFloat64(env.m.overflow.WithLabelValues("client")) == 1
+	})
+}

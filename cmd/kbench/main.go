@@ -18,6 +18,9 @@ Usage:
   kbench compare (--kproxy-bin PATH | --kproxy-addr HOST:PORT) [--other NAME=HOST:PORT[,pid=PID] ...]
                  [-c CONNS] [-d DEPTH] [-s BYTES] [-t DURATION] [--rounds R]
   kbench clients --bootstrap HOST:PORT [-t DURATION] [-s BYTES] [--topic T]
+  kbench idle    --addr HOST:PORT --pid PID [-n CONNS] [--hold DURATION]
+  kbench stall   [--listen HOST:PORT]
+  kbench flood   --addr HOST:PORT --pid PID [-s BYTES] [--acks0] [-t DURATION]
 
 MB/s counts request frame bytes (10^6 bytes/s); latency runs from a request's
 write to its response's read. Run "kbench COMMAND -h" for the flags of one command.
@@ -38,6 +41,12 @@ func main() {
 		err = compareCmd(args)
 	case "clients":
 		err = clientsCmd(args)
+	case "idle":
+		err = idleCmd(args)
+	case "flood":
+		err = floodCmd(args)
+	case "stall":
+		err = stallCmd(args)
 	case "help", "-h", "--help":
 		fmt.Print(usage)
 	default:

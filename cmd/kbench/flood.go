@@ -1,0 +1,173 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// floodConfig is one flood run: a single client writes Produce frames to
+// Addr as fast as it can and never reads, while PID's resident memory is
+// sampled. In front of a stalled upstream (kbench stall) this shows whether
+// a proxy bounds what one connection can make it buffer.
+type floodConfig struct {
+	Addr     string
+	PID      int
+	Size     int
+	Acks0    bool
+	Duration time.Duration
+}
+
+type floodResult struct {
+	Sent         int64
+	Before, Peak int64
+	ClosedAfter  time.Duration // 0: still open at the end
+}
+
+func runFlood(cfg floodConfig) (floodResult, error) {
+	var res floodResult
+	var err error
+	if res.Before, err = processRSS(cfg.PID); err != nil {
+		return res, err
+	}
+	res.Peak = res.Before
+	c, err := net.DialTimeout("tcp", cfg.Addr, 5*time.Second)
+	if err != nil {
+		return res, err
+	}
+	defer c.Close()
+	frame := produceFrame("kbench", cfg.Size, "kbench-flood")
+	if cfg.Acks0 {
+		setAcks0(frame)
+	}
+	batch := frame
+	for len(batch) < 256<<10 { // write in large chunks, like a busy producer
+		batch = append(batch, frame...)
+	}
+
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var peakErr error
+	wg.Add(1)
+	go func() { // sample RSS until the writer stops
+		defer wg.Done()
+		t := time.NewTicker(10 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				rss, err := processRSS(cfg.PID)
+				if err != nil {
+					peakErr = err
+					return
+				}
+				res.Peak = max(res.Peak, rss)
+			}
+		}
+	}()
+	start := time.Now()
+	deadline := start.Add(cfg.Duration)
+	c.SetWriteDeadline(deadline)
+	for time.Now().Before(deadline) {
+		n, err := c.Write(batch)
+		res.Sent += int64(n)
+		if err != nil {
+			var ne net.Error
+			if !errors.As(err, &ne) || !ne.Timeout() {
+				res.ClosedAfter = time.Since(start)
+			}
+			break
+		}
+	}
+	time.Sleep(200 * time.Millisecond) // one more sample after the close
+	close(stop)
+	wg.Wait()
+	return res, peakErr
+}
+
+// setAcks0 turns a Produce v9 frame from produceFrame into an acks=0 one:
+// acks sits right after the header and the (null) transactional id.
+func setAcks0(frame []byte) {
+	// size 4, key 2, version 2, corr 4, client id 2+n, header tags 1,
+	// transactional id (compact nullable string) 1.
+	n := int(frame[12])<<8 | int(frame[13])
+	at := 4 + 2 + 2 + 4 + 2 + n + 1 + 1
+	frame[at], frame[at+1] = 0, 0
+}
+
+func floodCmd(args []string) error {
+	fs := flag.NewFlagSet("flood", flag.ContinueOnError)
+	var cfg floodConfig
+	fs.StringVar(&cfg.Addr, "addr", "", "kproxy address, HOST:PORT, in front of a stalled upstream (kbench stall)")
+	fs.IntVar(&cfg.PID, "pid", 0, "process id whose resident memory is sampled")
+	fs.IntVar(&cfg.Size, "s", 16<<10, "bytes per Produce request frame")
+	fs.BoolVar(&cfg.Acks0, "acks0", false, "send acks=0 Produce (no response expected, so no in-flight limit applies)")
+	fs.DurationVar(&cfg.Duration, "t", 10*time.Second, "longest the flood runs")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if cfg.Addr == "" || cfg.PID <= 0 {
+		err := fmt.Errorf("--addr and --pid are required")
+		fmt.Fprintln(fs.Output(), err)
+		return usageError{err}
+	}
+	res, err := runFlood(cfg)
+	acks := "acks=1"
+	if cfg.Acks0 {
+		acks = "acks=0"
+	}
+	fmt.Printf("kbench flood: %s, %d-byte %s Produce frames, never reading\n", cfg.Addr, cfg.Size, acks)
+	closed := "still open after " + cfg.Duration.String()
+	if res.ClosedAfter > 0 {
+		closed = "closed by the proxy after " + res.ClosedAfter.Round(time.Millisecond).String()
+	}
+	fmt.Printf("  sent %s; %s\n  pid %d RSS: %s before, %s peak (+%s)\n", mib(res.Sent), closed,
+		cfg.PID, mib(res.Before), mib(res.Peak), mib(res.Peak-res.Before))
+	return err
+}
+
+// stallCmd accepts connections and never reads from them: an upstream
+// that has stopped, for kbench flood.
+func stallCmd(args []string) error {
+	fs := flag.NewFlagSet("stall", flag.ContinueOnError)
+	listen := fs.String("listen", "127.0.0.1:39096", "address to listen on, HOST:PORT")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("kbench stalled upstream listening on %s (accepts, never reads)\n", ln.Addr())
+	var mu sync.Mutex
+	var held []net.Conn
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			held = append(held, c)
+			mu.Unlock()
+		}
+	}()
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	<-sig
+	ln.Close()
+	mu.Lock()
+	for _, c := range held {
+		c.Close()
+	}
+	mu.Unlock()
+	return nil
+}

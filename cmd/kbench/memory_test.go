@@ -1,0 +1,72 @@
+package main
+
+import (
+	"net"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/kproxy/kproxy/framing"
+)
+
+// Idle holds connections that each answered through kproxy, and reads the
+// memory of the process asked for (this one: kproxy runs in-process).
+func TestIdleThroughKproxy(t *testing.T) {
+	b := testBroker(t)
+	res, err := runIdle(idleConfig{Addr: testKproxy(t, b.Addr()), PID: os.Getpid(), Conns: 200, Hold: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Opened != 200 || res.Before <= 0 || res.Holding <= 0 {
+		t.Fatalf("opened %d, RSS %d before, %d holding", res.Opened, res.Before, res.Holding)
+	}
+}
+
+// Against an upstream that never reads, kproxy (max_unread_bytes 128 MiB
+// by default) closes a flooding client; flood reports the close and a
+// peak no lower than where it started.
+func TestFloodClosedByKproxy(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		var held []net.Conn
+		defer func() {
+			for _, c := range held {
+				c.Close()
+			}
+		}()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			held = append(held, c)
+		}
+	}()
+	res, err := runFlood(floodConfig{Addr: testKproxy(t, ln.Addr().String()), PID: os.Getpid(),
+		Size: 64 << 10, Acks0: true, Duration: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ClosedAfter == 0 || res.Sent < 128<<20 || res.Peak < res.Before {
+		t.Fatalf("closed after %v, sent %d bytes, RSS %d before, %d peak", res.ClosedAfter, res.Sent, res.Before, res.Peak)
+	}
+}
+
+func TestSetAcks0(t *testing.T) {
+	frame := produceFrame("kbench", 200, "kbench-flood")
+	h, err := framing.ParseRequestHeader(frame)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if acks, err := framing.ProduceAcks(frame[h.BodyOffset:], h.APIVersion); err != nil || acks != 1 {
+		t.Fatalf("before: acks %d, %v", acks, err)
+	}
+	setAcks0(frame)
+	if acks, err := framing.ProduceAcks(frame[h.BodyOffset:], h.APIVersion); err != nil || acks != 0 {
+		t.Fatalf("after: acks %d, %v", acks, err)
+	}
+}
