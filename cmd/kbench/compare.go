@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -90,6 +91,8 @@ func compareCmd(args []string) error {
 	listen := fs.String("broker-listen", "127.0.0.1:39092", "where the null broker compare starts listens")
 	external := fs.String("broker-addr", "", "use this already running broker (e.g. from kbench broker) instead of starting one")
 	rounds := fs.Int("rounds", 3, "rounds; each runs every target once, for -t")
+	traced := fs.Bool("traced", false, "also start a second kproxy (--kproxy-bin) tracing to a null OTLP/HTTP sink, and report it against the untraced one")
+	ratio := fs.Float64("trace-ratio", 1, "with --traced: the traced kproxy's tracing.sample_ratio")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -98,6 +101,12 @@ func compareCmd(args []string) error {
 	}
 	if *bin == "" && *kaddr == "" && len(others) == 0 {
 		return usageError{errors.New("nothing to compare: give --kproxy-bin, --kproxy-addr or --other")}
+	}
+	if *ratio < 0 || *ratio > 1 {
+		return usageError{errors.New("--trace-ratio must be between 0 and 1")}
+	}
+	if *traced && *bin == "" {
+		return usageError{errors.New("--traced needs --kproxy-bin")}
 	}
 	if *rounds < 1 {
 		return usageError{errors.New("--rounds must be at least 1")}
@@ -121,6 +130,16 @@ func compareCmd(args []string) error {
 		}
 		defer k.stop()
 		targets = append(targets, other{name: "kproxy", addr: k.addr, pid: k.cmd.Process.Pid})
+		if *traced {
+			tk, sink, err := startTraced(*bin, brokerAddr, *ratio, strings.Fields(*kargs))
+			if err != nil {
+				return err
+			}
+			defer sink.close()
+			defer tk.stop()
+			targets = append(targets, other{name: "kproxy+trace", addr: tk.addr, pid: tk.cmd.Process.Pid})
+			defer func() { tracedSummary(tk, sink) }()
+		}
 	case *kaddr != "":
 		targets = append(targets, other{name: "kproxy", addr: *kaddr, pid: *kpid})
 	}
@@ -133,7 +152,50 @@ func compareCmd(args []string) error {
 	fmt.Printf("kbench compare: %d conns x %d in flight, %d-byte Produce v%d frames (acks=1), %d rounds x %v per target, null broker %s\n",
 		cfg.Conns, cfg.Depth, rows[0].res.FrameLen, produceVersion, *rounds, cfg.Duration, brokerAddr)
 	printTable(os.Stdout, rows, &rows[0].res)
+	if *traced {
+		plain, tr := rows[1].res, rows[2].res
+		fmt.Printf("tracing (sample_ratio %g) keeps %.1f%% of untraced kproxy's req/s (%.0f of %.0f)\n",
+			*ratio, 100*tr.reqPerSec()/plain.reqPerSec(), tr.reqPerSec(), plain.reqPerSec())
+		tracedRequests = tr.Requests
+	}
 	return nil
+}
+
+// tracedRequests is how many requests the traced kproxy relayed, for the
+// summary printed once it has stopped and flushed its spans.
+var tracedRequests int64
+
+// startTraced starts kproxy with tracing on, exporting to a new null sink.
+func startTraced(bin, broker string, ratio float64, extra []string) (*kproxyChild, *otlpSink, error) {
+	sink, err := startOTLPSink()
+	if err != nil {
+		return nil, nil, err
+	}
+	dir, err := os.MkdirTemp("", "kbench-traced-")
+	if err != nil {
+		sink.close()
+		return nil, nil, err
+	}
+	defer os.RemoveAll(dir) // kproxy has read it by the time it listens
+	path := filepath.Join(dir, "kproxy.yaml")
+	if err := os.WriteFile(path, []byte(tracedConfig(sink, ratio)), 0o600); err != nil {
+		sink.close()
+		return nil, nil, err
+	}
+	k, err := startKproxy(bin, broker, append([]string{"--config", path}, extra...))
+	if err != nil {
+		sink.close()
+		return nil, nil, err
+	}
+	return k, sink, nil
+}
+
+// tracedSummary stops the traced kproxy, which flushes its spans, and
+// says how many reached the sink.
+func tracedSummary(k *kproxyChild, sink *otlpSink) {
+	k.stop()
+	fmt.Printf("the null OTLP sink received %d spans for %d traced requests (%d undecodable exports)\n",
+		sink.spans.Load(), tracedRequests, sink.bad.Load())
 }
 
 // compare runs every target once per round, in turn, and sums each
