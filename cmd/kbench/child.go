@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -15,6 +16,7 @@ type kproxyChild struct {
 	cmd  *exec.Cmd
 	addr string
 	done chan error // receives Wait's result once
+	once sync.Once
 }
 
 // startKproxy runs `bin run` in front of upstream on a free loopback port,
@@ -29,6 +31,7 @@ func startKproxy(bin, upstream string, extra []string) (*kproxyChild, error) {
 		"--admin", "127.0.0.1:0", "--log-level", "warn"}, extra...)
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	dieWithParent(cmd)
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
@@ -54,15 +57,18 @@ func startKproxy(bin, upstream string, extra []string) (*kproxyChild, error) {
 }
 
 // stop asks kproxy to drain with SIGTERM and kills it if it has not exited
-// after 5 s. It signals only the process it started.
+// after 5 s. It signals only the process it started; calls after the first
+// return at once.
 func (k *kproxyChild) stop() {
-	k.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-k.done:
-	case <-time.After(5 * time.Second):
-		k.cmd.Process.Kill()
-		<-k.done
-	}
+	k.once.Do(func() {
+		k.cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-k.done:
+		case <-time.After(5 * time.Second):
+			k.cmd.Process.Kill()
+			<-k.done
+		}
+	})
 }
 
 // freeAddr is a loopback address with a port the kernel just handed out.

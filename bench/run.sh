@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# bench/run.sh: every figure in BENCHMARKS.md, in one run on this machine.
+# Needs go, socat and haproxy (Debian: apt-get install socat haproxy).
+# Everything listens on 127.0.0.1 below the ephemeral port range, and
+# everything started here is stopped on exit. Takes about 6 minutes.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+for tool in go socat haproxy; do
+	command -v "$tool" >/dev/null || { echo "bench/run.sh: $tool not found; install it (Debian: apt-get install socat haproxy)" >&2; exit 1; }
+done
+
+T=${KBENCH_T:-3s}        # duration of one run
+ROUNDS=${KBENCH_ROUNDS:-3}
+work=$(mktemp -d)
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	[[ -f $work/haproxy.pid ]] && kill "$(cat "$work/haproxy.pid")" 2>/dev/null || true
+	wait 2>/dev/null || true
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+go build -o "$work/kproxy" ./cmd/kproxy
+go build -o "$work/kbench" ./cmd/kbench
+kb=$work/kbench
+
+echo "== machine"
+echo "$(nproc) CPUs: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'); $(uname -sr); $(go version | cut -d' ' -f3)"
+echo "haproxy $(haproxy -v | head -1 | cut -d' ' -f3), socat $(socat -V | grep -m1 'socat version' | cut -d' ' -f3)"
+echo
+
+# L4 proxies in front of the null broker compare starts on 127.0.0.1:29092.
+socat TCP-LISTEN:29094,bind=127.0.0.1,reuseaddr,fork TCP:127.0.0.1:29092 &
+pids+=($!)
+haproxy -D -p "$work/haproxy.pid" -f bench/haproxy.cfg
+sleep 0.5
+others=(--other socat=127.0.0.1:29094 --other "haproxy=127.0.0.1:29095,pid=$(cat "$work/haproxy.pid")")
+compare() { "$kb" compare --broker-listen 127.0.0.1:29092 --kproxy-bin "$work/kproxy" -t "$T" --rounds "$ROUNDS" "$@" 2>/dev/null; echo; }
+
+echo "== 64 connections x 8 in flight, small Produce (throughput, CPU per request)"
+compare "${others[@]}" -c 64 -d 8 -s 113
+echo "== 1 connection, 1 request at a time (added latency)"
+compare "${others[@]}" -c 1 -d 1 -s 113
+echo "== 1 connection x 64 in flight"
+compare "${others[@]}" -c 1 -d 64 -s 113
+echo "== 1 MiB Produce, 4 connections x 4 in flight (MB/s)"
+compare "${others[@]}" -c 4 -d 4 -s 1048576
+echo "== tracing every request (OTLP/HTTP to a null sink), 64 x 8"
+compare --traced --trace-ratio 1 -c 64 -d 8 -s 113
+echo "== tracing 1 request in 100, 64 x 8"
+compare --traced --trace-ratio 0.01 -c 64 -d 8 -s 113
+
+echo "== idle connections: resident memory"
+# One process may hold 20,000 files here, and kproxy holds two per client.
+"$kb" broker --listen 127.0.0.1:29192 >/dev/null &
+pids+=($!)
+"$work/kproxy" run --listen 127.0.0.1:29193 --upstream 127.0.0.1:29192 --admin "" --log-level warn &
+kp=$!
+pids+=($kp)
+sleep 1
+"$kb" idle --addr 127.0.0.1:29193 --pid "$kp" -n "${KBENCH_IDLE:-9900}" --hold 5s
+kill "$kp"
+echo
+
+echo "== one client flooding an upstream that stopped reading (max_unread_bytes 8 MiB)"
+"$kb" stall --listen 127.0.0.1:29196 >/dev/null &
+pids+=($!)
+cat >"$work/flood.yaml" <<YAML
+proxy:
+  listen: 127.0.0.1:29197
+  upstream: 127.0.0.1:29196
+  max_unread_bytes: 8388608
+framing:
+  max_request_bytes: 1048576
+  max_response_bytes: 1048576
+admin:
+  listen: ""
+log:
+  level: error
+YAML
+"$work/kproxy" run --config "$work/flood.yaml" &
+kp=$!
+pids+=($kp)
+sleep 1
+"$kb" flood --addr 127.0.0.1:29197 --pid "$kp" -s 16384 -t 10s
+"$kb" flood --addr 127.0.0.1:29197 --pid "$kp" -s 16384 -t 10s --acks0
+echo
+
+echo "== relay benchmarks (allocations per relayed request/response)"
+go test -run XXX -bench 'Relay|ParseRequestHeader|PushPop' -benchmem ./proxy/ ./framing/ ./correlate/ | grep -E '^(Benchmark|ok)'
