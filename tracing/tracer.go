@@ -214,13 +214,17 @@ func (t *Tracer) emit(s *Span, failure string) {
 	if failure != "" {
 		s.attrs = append(s.attrs, semconv.ErrorTypeKey.String(failure))
 	}
-	opts := [...]trace.SpanStartOption{clientKind, trace.WithTimestamp(s.start), trace.WithAttributes(s.attrs...), nil}
-	n := 3
+	opts := [...]trace.SpanStartOption{clientKind, trace.WithTimestamp(s.start), nil}
+	n := 2
 	if len(s.links) > 0 {
 		opts[n] = trace.WithLinks(s.links...)
 		n++
 	}
 	_, span := t.tr.Start(s.ctx, s.name, opts[:n]...)
+	// Set after Start rather than passed to it: the start options would
+	// copy the attributes once more before the span copies them itself.
+	// The sampler (ratio or parent) does not look at attributes.
+	span.SetAttributes(s.attrs...)
 	if failure != "" {
 		span.SetStatus(codes.Error, failure)
 	}
