@@ -21,6 +21,7 @@ Usage:
   kbench idle    --addr HOST:PORT --pid PID [-n CONNS] [--hold DURATION]
   kbench stall   [--listen HOST:PORT]
   kbench flood   --addr HOST:PORT --pid PID [-s BYTES] [--acks0] [-t DURATION]
+  kbench sink    [--listen HOST:PORT]
 
 MB/s counts request frame bytes (10^6 bytes/s); latency runs from a request's
 write to its response's read. Run "kbench COMMAND -h" for the flags of one command.
@@ -47,6 +48,8 @@ func main() {
 		err = floodCmd(args)
 	case "stall":
 		err = stallCmd(args)
+	case "sink":
+		err = sinkCmd(args)
 	case "help", "-h", "--help":
 		fmt.Print(usage)
 	default:

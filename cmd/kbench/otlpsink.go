@@ -2,11 +2,15 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"os/signal"
 	"sync/atomic"
+	"syscall"
 
 	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/protobuf/proto"
@@ -22,8 +26,10 @@ type otlpSink struct {
 	bad   atomic.Int64 // exports that did not decode
 }
 
-func startOTLPSink() (*otlpSink, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+func startOTLPSink() (*otlpSink, error) { return startOTLPSinkOn("127.0.0.1:0") }
+
+func startOTLPSinkOn(addr string) (*otlpSink, error) {
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
@@ -71,4 +77,25 @@ func (s *otlpSink) close() error {
 // traced at ratio, exported over OTLP/HTTP to sink.
 func tracedConfig(sink *otlpSink, ratio float64) string {
 	return fmt.Sprintf("tracing:\n  enabled: true\n  endpoint: %s\n  protocol: http/protobuf\n  sample_ratio: %g\n", sink.URL(), ratio)
+}
+
+// sinkCmd runs the null OTLP/HTTP sink until SIGINT or SIGTERM, for
+// measuring a traced kproxy started by hand (tracing.endpoint: the URL it
+// prints, protocol http/protobuf).
+func sinkCmd(args []string) error {
+	fs := flag.NewFlagSet("sink", flag.ContinueOnError)
+	listen := fs.String("listen", "127.0.0.1:24318", "address to listen on, HOST:PORT")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	s, err := startOTLPSinkOn(*listen)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("kbench null OTLP sink on %s\n", s.URL())
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	<-sig
+	fmt.Printf("received %d spans (%d undecodable exports)\n", s.spans.Load(), s.bad.Load())
+	return s.close()
 }
