@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # bench/run.sh: every figure in BENCHMARKS.md, in one run on this machine.
 # Needs go, socat and haproxy (Debian: apt-get install socat haproxy).
-# Everything listens on 127.0.0.1 below the ephemeral port range, and
-# everything started here is stopped on exit. Takes about 6 minutes.
+# Everything listens on 127.0.0.1: the fixed ports are below the ephemeral
+# range, and the kproxies compare starts take free ports. Everything
+# started here is stopped on exit. Takes about 6 minutes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,12 +16,22 @@ ROUNDS=${KBENCH_ROUNDS:-3}
 work=$(mktemp -d)
 pids=()
 cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	for p in ${pids[@]+"${pids[@]}"}; do kill "$p" 2>/dev/null || true; done
 	[[ -f $work/haproxy.pid ]] && kill "$(cat "$work/haproxy.pid")" 2>/dev/null || true
 	wait 2>/dev/null || true
 	rm -rf "$work"
 }
 trap cleanup EXIT
+
+# up HOST PORT: wait until something accepts there, or fail.
+up() {
+	for _ in $(seq 100); do
+		(exec 3<>"/dev/tcp/$1/$2") 2>/dev/null && return 0
+		sleep 0.1
+	done
+	echo "bench/run.sh: nothing listening on $1:$2 after 10s" >&2
+	exit 1
+}
 
 go build -o "$work/kproxy" ./cmd/kproxy
 go build -o "$work/kbench" ./cmd/kbench
@@ -35,9 +46,16 @@ echo
 socat TCP-LISTEN:29094,bind=127.0.0.1,reuseaddr,fork TCP:127.0.0.1:29092 &
 pids+=($!)
 haproxy -D -p "$work/haproxy.pid" -f bench/haproxy.cfg
-sleep 0.5
+up 127.0.0.1 29094
+up 127.0.0.1 29095
 others=(--other socat=127.0.0.1:29094 --other "haproxy=127.0.0.1:29095,pid=$(cat "$work/haproxy.pid")")
-compare() { "$kb" compare --broker-listen 127.0.0.1:29092 --kproxy-bin "$work/kproxy" -t "$T" --rounds "$ROUNDS" "$@" 2>/dev/null; echo; }
+# compare prints its table; its progress lines and the kproxies' logs go to
+# a file that is shown if it fails.
+compare() {
+	"$kb" compare --broker-listen 127.0.0.1:29092 --kproxy-bin "$work/kproxy" -t "$T" --rounds "$ROUNDS" "$@" \
+		2>"$work/compare.log" || { cat "$work/compare.log" >&2; exit 1; }
+	echo
+}
 
 echo "== 64 connections x 8 in flight, small Produce (throughput, CPU per request)"
 compare "${others[@]}" -c 64 -d 8 -s 113
@@ -56,12 +74,14 @@ echo "== idle connections: resident memory"
 # One process may hold 20,000 files here, and kproxy holds two per client.
 "$kb" broker --listen 127.0.0.1:29192 >/dev/null &
 pids+=($!)
-"$work/kproxy" run --listen 127.0.0.1:29193 --upstream 127.0.0.1:29192 --admin "" --log-level warn &
+up 127.0.0.1 29192
+"$work/kproxy" run --listen 127.0.0.1:29193 --upstream 127.0.0.1:29192 --admin 127.0.0.1:0 --log-level warn &
 kp=$!
 pids+=($kp)
-sleep 1
+up 127.0.0.1 29193
 "$kb" idle --addr 127.0.0.1:29193 --pid "$kp" -n "${KBENCH_IDLE:-9900}" --hold 5s
 kill "$kp"
+wait "$kp" || true
 echo
 
 echo "== one client flooding an upstream that stopped reading (max_unread_bytes 8 MiB)"
@@ -80,10 +100,11 @@ admin:
 log:
   level: error
 YAML
+up 127.0.0.1 29196
 "$work/kproxy" run --config "$work/flood.yaml" &
 kp=$!
 pids+=($kp)
-sleep 1
+up 127.0.0.1 29197
 "$kb" flood --addr 127.0.0.1:29197 --pid "$kp" -s 16384 -t 10s
 "$kb" flood --addr 127.0.0.1:29197 --pid "$kp" -s 16384 -t 10s --acks0
 echo

@@ -15,10 +15,11 @@ var ErrFull = errors.New("in-flight table full")
 
 // Table is the InFlight FIFO of one upstream connection. The request side
 // pushes and the response side pops from their own goroutines; a mutex
-// keeps the two in step. Entries live in a ring that starts small and
-// doubles up to max as a connection pipelines deeper, so an idle
-// connection costs a few entries rather than max_in_flight of them, and the
-// steady state allocates nothing.
+// keeps the two in step. Entries live in a ring that starts empty and
+// doubles up to max as a connection pipelines deeper, so a connection
+// costs entries for the most it has had in flight (never shrinking)
+// rather than max_in_flight of them, and the steady state allocates
+// nothing.
 type Table struct {
 	mu     sync.Mutex
 	room   chan struct{} // a token after each pop; closed by Close

@@ -4,13 +4,16 @@ import (
 	"errors"
 
 	"github.com/cloudwego/netpoll"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kproxy/kproxy/correlate"
 	"github.com/kproxy/kproxy/framing"
 )
 
 // closeOnError closes the pair for an error met while relaying from side
-// ("client" or "upstream"), counting and logging it by kind.
+// ("client" or "upstream"), counting and logging it by kind. Two sides (or
+// the overflow sweep) may fail at once; only the call that closes the pair
+// counts.
 func (p *pair) closeOnError(side string, err error) {
 	if p.closed.Load() {
 		return
@@ -21,38 +24,39 @@ func (p *pair) closeOnError(side string, err error) {
 	var uw errUpstreamWrite
 	var pc errPolicyClose
 	m := p.s.m
+	var count prometheus.Counter // counted once the pair is closed by this call
+	reason := side + " error"
 	switch {
 	case errors.As(err, &size):
-		m.oversize.WithLabelValues(side).Inc()
-		p.close(side+" frame refused: "+size.Error(), err)
+		count, reason = m.oversize.WithLabelValues(side), side+" frame refused: "+size.Error()
 	case errors.As(err, &mismatch):
-		m.protocolErrs.WithLabelValues("correlation_mismatch").Inc()
+		count, reason = m.protocolErrs.WithLabelValues("correlation_mismatch"), "correlation id mismatch"
 		p.log.Error().Int32("upstream_id", mismatch.Got).Int32("expected_upstream_id", mismatch.Want).
 			Int32("client_id", mismatch.ClientID).Msg("response does not match the oldest request in flight")
-		p.close("correlation id mismatch", err)
 	case errors.Is(err, correlate.ErrUnexpectedResponse):
-		m.protocolErrs.WithLabelValues("unexpected_response").Inc()
-		p.close("upstream sent a response with nothing in flight", err)
+		count, reason = m.protocolErrs.WithLabelValues("unexpected_response"), "upstream sent a response with nothing in flight"
 	case errors.Is(err, framing.ErrMalformed):
-		m.protocolErrs.WithLabelValues("malformed_" + side).Inc()
-		p.close(side+" sent a malformed frame", err)
+		count, reason = m.protocolErrs.WithLabelValues("malformed_"+side), side+" sent a malformed frame"
 	case errors.As(err, &pc):
-		if eng := p.s.policies.Load(); eng != nil {
-			eng.Closed(pc.v.Rule)
+		reason = "policy: " + pc.Error()
+		if p.close(reason, err) {
+			if eng := p.s.policies.Load(); eng != nil {
+				eng.Closed(pc.v.Rule)
+			}
 		}
-		p.close("policy: "+pc.Error(), err)
+		return
 	case errors.Is(err, errOverflow):
-		m.overflow.WithLabelValues(side).Inc()
-		p.close(side+" sent more than max_unread_bytes ahead", err)
+		count, reason = m.overflow.WithLabelValues(side), side+" sent more than max_unread_bytes ahead"
 	case errors.Is(err, netpoll.ErrReadTimeout):
-		p.close(side+" stalled inside a frame past read_timeout", err)
+		reason = side + " stalled inside a frame past read_timeout"
 	case errors.As(err, &cw):
-		p.close(reasonClientClosed, cw.error)
+		reason, err = reasonClientClosed, cw.error
 	case errors.As(err, &uw):
-		p.close(reasonUpstreamClosed, uw.error)
+		reason, err = reasonUpstreamClosed, uw.error
 	case errors.Is(err, correlate.ErrClosed), errors.Is(err, netpoll.ErrEOF), errors.Is(err, netpoll.ErrConnClosed):
-		p.close(side+" closed", nil)
-	default:
-		p.close(side+" error", err)
+		reason, err = side+" closed", nil
+	}
+	if p.close(reason, err) && count != nil {
+		count.Inc()
 	}
 }

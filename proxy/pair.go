@@ -43,6 +43,10 @@ type pair struct {
 	draining atomic.Bool
 	closed   atomic.Bool
 	done     chan struct{}
+	// blocked counts the pair's relays waiting on a flush, a full table or
+	// a throttle; only such pairs can fall behind netpoll's reads, so only
+	// they are swept for overflow.
+	blocked atomic.Int32
 
 	requests, responses atomic.Int64
 	bytesIn, bytesOut   atomic.Int64
@@ -119,10 +123,10 @@ func (p *pair) drain() {
 }
 
 // close shuts both sides once, fails what is still in flight and logs one
-// line for the connection.
-func (p *pair) close(reason string, err error) {
+// line for the connection. It reports whether this call closed the pair.
+func (p *pair) close(reason string, err error) bool {
 	if !p.closed.CompareAndSwap(false, true) {
-		return
+		return false
 	}
 	p.client.Close()
 	p.upstream.Close()
@@ -147,6 +151,7 @@ func (p *pair) close(reason string, err error) {
 		Int64("bytes_out", p.bytesOut.Load()).
 		Int("failed_in_flight", len(left)).
 		Msg("connection closed")
+	return true
 }
 
 // recoverPanic closes the pair whose handler panicked; other pairs go on.

@@ -41,7 +41,9 @@ func (p *pair) onClient(_ context.Context, c netpoll.Connection) error {
 		if d := p.muted(time.Now()); d > 0 && !nextExempt(r) {
 			// Throttled: like a broker, stop reading this client until
 			// the delay has passed (heartbeats excepted).
+			p.blocked.Add(1)
 			time.Sleep(min(d, backpressurePoll))
+			p.blocked.Add(-1)
 			if p.closed.Load() {
 				return nil
 			}
@@ -101,7 +103,7 @@ func (p *pair) relayRequests(r netpoll.Reader) error {
 			break // the rest waits out the throttle
 		}
 	}
-	if err := w.Flush(); err != nil {
+	if err := p.flush(w); err != nil {
 		return errUpstreamWrite{err}
 	}
 	return nil
@@ -222,7 +224,7 @@ func (p *pair) queueAnswer(req kmsg.Request, e correlate.Entry, v policy.Verdict
 	cw := p.client.Writer()
 	err := p.writeSynthetic(cw)
 	if err == nil {
-		if err = cw.Flush(); err != nil {
+		if err = p.flush(cw); err != nil {
 			err = errClientWrite{err}
 		}
 	}
@@ -252,7 +254,7 @@ func (p *pair) refuseOversize(r netpoll.Reader, w netpoll.Writer, limit int) (bo
 	want := min(framing.SizeLen+size, maxHeaderPeek)
 	if r.Len() < want {
 		// About to wait for the header: send what is ready first.
-		if err := w.Flush(); err != nil {
+		if err := p.flush(w); err != nil {
 			return false, errUpstreamWrite{err}
 		}
 	}
@@ -286,7 +288,7 @@ func (p *pair) refuseOversize(r netpoll.Reader, w netpoll.Writer, limit int) (bo
 	e := correlate.Entry{APIKey: h.APIKey, APIVersion: h.APIVersion, ClientID: h.CorrelationID,
 		Start: time.Now(), ReqBytes: framing.SizeLen + size}
 	// What was relayed before may still reference the input buffer.
-	if err := w.Flush(); err != nil {
+	if err := p.flush(w); err != nil {
 		return false, errUpstreamWrite{err}
 	}
 	if err := r.Skip(h.BodyOffset); err != nil {
@@ -391,11 +393,14 @@ func (p *pair) push(e correlate.Entry, r netpoll.Reader, w netpoll.Writer) (int3
 		return id, err
 	}
 	p.s.m.backpressure.Inc()
-	if err := w.Flush(); err != nil {
+	if err := p.flush(w); err != nil {
 		return 0, errUpstreamWrite{err}
 	}
 	for {
-		switch err := p.table.WaitRoom(backpressurePoll); err {
+		p.blocked.Add(1)
+		err := p.table.WaitRoom(backpressurePoll)
+		p.blocked.Add(-1)
+		switch err {
 		case nil:
 			return p.push(e, r, w)
 		case correlate.ErrFull:

@@ -64,7 +64,7 @@ func (p *pair) relayResponses(r netpoll.Reader) error {
 		}
 	}
 	if err == nil {
-		if err = w.Flush(); err != nil {
+		if err = p.flush(w); err != nil {
 			err = errClientWrite{err}
 		}
 	}

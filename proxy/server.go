@@ -38,8 +38,9 @@ type Server struct {
 	pairs map[*pair]struct{}
 	idle  chan struct{} // closed when draining and the last pair closes
 
-	stop     chan struct{} // closed when the event loop stops
-	stopOnce sync.Once
+	stop      chan struct{} // closed when the event loop stops
+	stopOnce  sync.Once
+	watchOnce sync.Once
 }
 
 // New checks the sections it relies on and returns a Server that is not yet
@@ -54,7 +55,6 @@ func New(cfg Config, fr framing.Config, tc correlate.Config, log zerolog.Logger,
 	if max := max(fr.MaxRequestBytes, fr.MaxResponseBytes) + framing.SizeLen; cfg.MaxUnreadBytes < max {
 		return nil, fmt.Errorf("max_unread_bytes %d must hold one maximum-size frame (%d)", cfg.MaxUnreadBytes, max)
 	}
-	tuneBuffers()
 	s := &Server{cfg: cfg, framing: fr, table: tc, log: log, m: m, tracer: tracer, topics: framing.NewTopicIDs(),
 		pairs: make(map[*pair]struct{}), idle: make(chan struct{}), stop: make(chan struct{})}
 	loop, err := netpoll.NewEventLoop(s.onRequest, netpoll.WithOnConnect(s.onConnect))
@@ -89,8 +89,10 @@ func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 // Serve runs the netpoll event loop on the listener until Drain ends it.
 func (s *Server) Serve() error {
 	s.log.Info().Str("listen", s.ln.Addr().String()).Str("upstream", s.cfg.Upstream).Msg("kproxy listening")
-	go s.watchOverflow()
-	return s.loop.Serve(s.ln)
+	s.watchOnce.Do(func() { go s.watchOverflow() })
+	err := s.loop.Serve(s.ln)
+	s.stopOnce.Do(func() { close(s.stop) })
+	return err
 }
 
 // Ready reports why the server should not get traffic, or nil.

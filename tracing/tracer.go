@@ -223,7 +223,8 @@ func (t *Tracer) emit(s *Span, failure string) {
 	_, span := t.tr.Start(s.ctx, s.name, opts[:n]...)
 	// Set after Start rather than passed to it: the start options would
 	// copy the attributes once more before the span copies them itself.
-	// The sampler (ratio or parent) does not look at attributes.
+	// The SDK samples everything (provider.go: AlwaysSample; the ratio is
+	// applied in Start), so nothing needs the attributes at start.
 	span.SetAttributes(s.attrs...)
 	if failure != "" {
 		span.SetStatus(codes.Error, failure)

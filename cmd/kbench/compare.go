@@ -122,6 +122,8 @@ func compareCmd(args []string) error {
 		brokerAddr = b.Addr()
 	}
 	targets := []other{{name: "direct", addr: brokerAddr}}
+	var tracedKproxy *kproxyChild
+	var tracedSink *otlpSink
 	switch {
 	case *bin != "":
 		k, err := startKproxy(*bin, brokerAddr, strings.Fields(*kargs))
@@ -138,7 +140,7 @@ func compareCmd(args []string) error {
 			defer sink.close()
 			defer tk.stop()
 			targets = append(targets, other{name: "kproxy+trace", addr: tk.addr, pid: tk.cmd.Process.Pid})
-			defer func() { tracedSummary(tk, sink) }()
+			tracedKproxy, tracedSink = tk, sink
 		}
 	case *kaddr != "":
 		targets = append(targets, other{name: "kproxy", addr: *kaddr, pid: *kpid})
@@ -156,14 +158,12 @@ func compareCmd(args []string) error {
 		plain, tr := rows[1].res, rows[2].res
 		fmt.Printf("tracing (sample_ratio %g) keeps %.1f%% of untraced kproxy's req/s (%.0f of %.0f)\n",
 			*ratio, 100*tr.reqPerSec()/plain.reqPerSec(), tr.reqPerSec(), plain.reqPerSec())
-		tracedRequests = tr.Requests
+		tracedKproxy.stop() // flushes its spans
+		fmt.Printf("the null OTLP sink received %d spans; the traced kproxy relayed %d requests (%d undecodable exports)\n",
+			tracedSink.spans.Load(), tr.Requests, tracedSink.bad.Load())
 	}
 	return nil
 }
-
-// tracedRequests is how many requests the traced kproxy relayed, for the
-// summary printed once it has stopped and flushed its spans.
-var tracedRequests int64
 
 // startTraced starts kproxy with tracing on, exporting to a new null sink.
 func startTraced(bin, broker string, ratio float64, extra []string) (*kproxyChild, *otlpSink, error) {
@@ -188,14 +188,6 @@ func startTraced(bin, broker string, ratio float64, extra []string) (*kproxyChil
 		return nil, nil, err
 	}
 	return k, sink, nil
-}
-
-// tracedSummary stops the traced kproxy, which flushes its spans, and
-// says how many reached the sink.
-func tracedSummary(k *kproxyChild, sink *otlpSink) {
-	k.stop()
-	fmt.Printf("the null OTLP sink received %d spans for %d traced requests (%d undecodable exports)\n",
-		sink.spans.Load(), tracedRequests, sink.bad.Load())
 }
 
 // compare runs every target once per round, in turn, and sums each

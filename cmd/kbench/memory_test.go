@@ -17,14 +17,15 @@ func TestIdleThroughKproxy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Opened != 200 || res.Before <= 0 || res.Holding <= 0 {
-		t.Fatalf("opened %d, RSS %d before, %d holding", res.Opened, res.Before, res.Holding)
+	if res.Opened != 200 {
+		t.Fatalf("opened %d of 200 connections", res.Opened)
 	}
 }
 
 // Against an upstream that never reads, kproxy (max_unread_bytes 128 MiB
-// by default) closes a flooding client; flood reports the close and a
-// peak no lower than where it started.
+// by default) closes a flooding client once it is that far ahead; flood
+// reports the close, and the peak it sampled shows the input kproxy held
+// (kproxy runs in this process).
 func TestFloodClosedByKproxy(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -51,7 +52,7 @@ func TestFloodClosedByKproxy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.ClosedAfter == 0 || res.Sent < 128<<20 || res.Peak < res.Before {
+	if res.ClosedAfter == 0 || res.Sent < 128<<20 || res.Peak < res.Before+32<<20 {
 		t.Fatalf("closed after %v, sent %d bytes, RSS %d before, %d peak", res.ClosedAfter, res.Sent, res.Before, res.Peak)
 	}
 }
