@@ -43,7 +43,7 @@ echo "haproxy $(haproxy -v | head -1 | cut -d' ' -f3), socat $(socat -V | grep -
 echo
 
 # L4 proxies in front of the null broker compare starts on 127.0.0.1:29092.
-socat TCP-LISTEN:29094,bind=127.0.0.1,reuseaddr,fork TCP:127.0.0.1:29092 &
+socat TCP-LISTEN:29094,bind=127.0.0.1,reuseaddr,fork TCP:127.0.0.1:29092 2>"$work/socat.log" &
 pids+=($!)
 haproxy -D -p "$work/haproxy.pid" -f bench/haproxy.cfg
 up 127.0.0.1 29094
