@@ -14,6 +14,12 @@ import (
 	"github.com/kproxy/kproxy/policy"
 )
 
+// maxBatchBytes ends a batch so that it is flushed: a client sending
+// faster than the upstream takes would otherwise keep one batch growing in
+// netpoll's output buffer, where neither the relay's own check nor the
+// overflow sweep (which watches relays blocked in a flush) sees it.
+const maxBatchBytes = 1 << 20
+
 // backpressurePoll is how often a client paused on a full in-flight table
 // has its unread input checked against max_unread_bytes.
 const backpressurePoll = 100 * time.Millisecond
@@ -64,13 +70,15 @@ func (p *pair) onClient(_ context.Context, c netpoll.Connection) error {
 	}
 }
 
-// relayRequests forwards every whole request frame buffered (waiting for
-// the first one to complete), then flushes them upstream in one write.
+// relayRequests forwards the whole request frames buffered (waiting for
+// the first one to complete), up to maxBatchBytes, then flushes them
+// upstream in one write.
 func (p *pair) relayRequests(r netpoll.Reader) error {
 	w := p.upstream.Writer()
 	max := p.s.framing.MaxRequestBytes
+	batched := 0
 	for first := true; ; first = false {
-		if !first && r.Len() < framing.SizeLen {
+		if !first && (r.Len() < framing.SizeLen || batched >= maxBatchBytes) {
 			break
 		}
 		if limit := p.s.policies.Load().MaxFrame(); limit > 0 {
@@ -96,6 +104,7 @@ func (p *pair) relayRequests(r netpoll.Reader) error {
 		if err != nil {
 			return err
 		}
+		batched += len(frame)
 		if err := p.forward(frame, r, w); err != nil {
 			return err
 		}

@@ -38,8 +38,9 @@ func (p *pair) onUpstream(_ context.Context, c netpoll.Connection) error {
 	}
 }
 
-// relayResponses delivers every whole response buffered (waiting for the
-// first one to complete) and flushes them to the client in one write.
+// relayResponses delivers the whole responses buffered (waiting for the
+// first one to complete), up to maxBatchBytes, and flushes them to the
+// client in one write.
 func (p *pair) relayResponses(r netpoll.Reader) error {
 	max := p.s.framing.MaxResponseBytes
 	// Wait for the first whole frame before taking the writer, so a slow
@@ -51,12 +52,13 @@ func (p *pair) relayResponses(r netpoll.Reader) error {
 	p.wmu.Lock()
 	defer p.wmu.Unlock()
 	w := p.client.Writer()
-	for {
+	for batched := 0; ; {
+		batched += len(frame)
 		if err = p.deliver(frame, w); err != nil {
 			break
 		}
 		n, whole, berr := framing.Buffered(r, max)
-		if !whole || berr != nil {
+		if !whole || berr != nil || batched >= maxBatchBytes {
 			break
 		}
 		if frame, err = r.Next(n); err != nil {
