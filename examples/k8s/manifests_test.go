@@ -1,0 +1,305 @@
+// Package k8s_test checks the Kubernetes examples against the Kubernetes
+// API types and against kproxy's own configuration, so a manifest that
+// kubectl would reject, or a sidecar wired to the wrong port, fails here.
+package k8s_test
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kproxy/kproxy/config"
+)
+
+// objects decodes every document of file strictly (unknown or duplicate
+// fields fail) into the API type its kind names.
+func objects(t *testing.T, file string) []any {
+	t.Helper()
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []any
+	for i, doc := range bytes.Split(raw, []byte("\n---\n")) {
+		var meta struct{ APIVersion, Kind string }
+		if err := yaml.Unmarshal(doc, &meta); err != nil {
+			t.Fatalf("%s document %d: %v", file, i+1, err)
+		}
+		var obj any
+		switch meta.APIVersion + " " + meta.Kind {
+		case "apps/v1 StatefulSet":
+			obj = &appsv1.StatefulSet{}
+		case "apps/v1 Deployment":
+			obj = &appsv1.Deployment{}
+		case "v1 Service":
+			obj = &corev1.Service{}
+		case "v1 ConfigMap":
+			obj = &corev1.ConfigMap{}
+		default:
+			t.Fatalf("%s document %d: unexpected %s %s", file, i+1, meta.APIVersion, meta.Kind)
+		}
+		if err := yaml.UnmarshalStrict(doc, obj); err != nil {
+			t.Fatalf("%s document %d (%s): %v", file, i+1, meta.Kind, err)
+		}
+		out = append(out, obj)
+	}
+	return out
+}
+
+// kustomization is the part of kustomization.yaml used here; strict
+// decoding makes any other field fail the test until it is checked too.
+type kustomization struct {
+	APIVersion         string   `json:"apiVersion"`
+	Kind               string   `json:"kind"`
+	Resources          []string `json:"resources"`
+	ConfigMapGenerator []struct {
+		Name  string   `json:"name"`
+		Files []string `json:"files"`
+	} `json:"configMapGenerator"`
+}
+
+// example is the kustomization's resources, decoded.
+type example struct {
+	kust     kustomization
+	kafka    *appsv1.StatefulSet
+	services map[string]*corev1.Service
+	jaeger   *appsv1.Deployment
+}
+
+func load(t *testing.T) example {
+	t.Helper()
+	raw, err := os.ReadFile("kustomization.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := example{services: map[string]*corev1.Service{}}
+	if err := yaml.UnmarshalStrict(raw, &e.kust); err != nil {
+		t.Fatalf("kustomization.yaml: %v", err)
+	}
+	if e.kust.Kind != "Kustomization" || e.kust.APIVersion != "kustomize.config.k8s.io/v1beta1" {
+		t.Fatalf("kustomization.yaml: %s %s", e.kust.APIVersion, e.kust.Kind)
+	}
+	for _, r := range e.kust.Resources {
+		for _, o := range objects(t, r) {
+			switch o := o.(type) {
+			case *appsv1.StatefulSet:
+				e.kafka = o
+			case *appsv1.Deployment:
+				e.jaeger = o
+			case *corev1.Service:
+				e.services[o.Name] = o
+			}
+		}
+	}
+	if e.kafka == nil || e.jaeger == nil || e.services["kafka"] == nil || e.services["jaeger"] == nil {
+		t.Fatalf("want the kafka StatefulSet and Service and the jaeger Deployment and Service")
+	}
+	return e
+}
+
+func port(t *testing.T, addr string) int32 {
+	t.Helper()
+	_, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := strconv.Atoi(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return int32(n)
+}
+
+// Every manifest decodes strictly with the Kubernetes API types.
+func TestManifestsDecodeStrictly(t *testing.T) {
+	files, err := filepath.Glob("*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if f == "kustomization.yaml" || f == "kproxy.yaml" {
+			continue // not Kubernetes objects; checked below
+		}
+		if len(objects(t, f)) == 0 {
+			t.Errorf("%s holds no objects", f)
+		}
+	}
+	load(t)
+}
+
+// The sidecar is wired to kproxy's own configuration: its ports, probes,
+// config mount, OTEL environment and downward API, and the broker behind
+// it listens where kproxy forwards and advertises kproxy's port.
+func TestSidecarWiring(t *testing.T) {
+	e := load(t)
+	if len(e.kust.ConfigMapGenerator) != 1 || !slices.Equal(e.kust.ConfigMapGenerator[0].Files, []string{"kproxy.yaml"}) {
+		t.Fatalf("configMapGenerator %+v: want one ConfigMap from kproxy.yaml", e.kust.ConfigMapGenerator)
+	}
+	cmName := e.kust.ConfigMapGenerator[0].Name
+	cfg, _, err := config.Load("kproxy.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	listen, admin, upstream := port(t, cfg.Proxy.Listen), port(t, cfg.Admin.Listen), port(t, cfg.Proxy.Upstream)
+
+	spec := e.kafka.Spec.Template.Spec
+	var kp *corev1.Container
+	for i := range spec.InitContainers {
+		if spec.InitContainers[i].Name == "kproxy" {
+			kp = &spec.InitContainers[i]
+		}
+	}
+	if kp == nil {
+		t.Fatal("no kproxy init container")
+	}
+	if kp.RestartPolicy == nil || *kp.RestartPolicy != corev1.ContainerRestartPolicyAlways {
+		t.Error("kproxy is not a native sidecar (restartPolicy: Always)")
+	}
+	ports := map[string]int32{}
+	for _, p := range kp.Ports {
+		ports[p.Name] = p.ContainerPort
+	}
+	if !slices.Contains(mapValues(ports), listen) || !slices.Contains(mapValues(ports), admin) {
+		t.Errorf("container ports %v: kproxy.yaml listens on %d and admin on %d", ports, listen, admin)
+	}
+	probe := func(name string, pr *corev1.Probe, path string) {
+		if pr == nil || pr.HTTPGet == nil {
+			t.Errorf("%s probe: want an HTTP GET on %s", name, path)
+			return
+		}
+		p := pr.HTTPGet.Port.IntVal
+		if pr.HTTPGet.Port.StrVal != "" {
+			p = ports[pr.HTTPGet.Port.StrVal]
+		}
+		if pr.HTTPGet.Path != path || p != admin {
+			t.Errorf("%s probe: GET %s on port %d, want %s on the admin port %d", name, pr.HTTPGet.Path, p, path, admin)
+		}
+	}
+	probe("startup", kp.StartupProbe, "/healthz")
+	probe("liveness", kp.LivenessProbe, "/healthz")
+	probe("readiness", kp.ReadinessProbe, "/readyz")
+
+	mountDir := ""
+	for _, m := range kp.VolumeMounts {
+		for _, v := range spec.Volumes {
+			if v.Name == m.Name && v.ConfigMap != nil && v.ConfigMap.Name == cmName {
+				mountDir = m.MountPath
+			}
+		}
+	}
+	if mountDir == "" {
+		t.Fatalf("kproxy does not mount the ConfigMap %s", cmName)
+	}
+	if want := []string{"run", "--config", mountDir + "/kproxy.yaml"}; !slices.Equal(kp.Args, want) {
+		t.Errorf("args %q, want %q", kp.Args, want)
+	}
+
+	env := map[string]corev1.EnvVar{}
+	for _, v := range kp.Env {
+		env[v.Name] = v
+	}
+	for name, field := range map[string]string{"POD_NAME": "metadata.name", "POD_NAMESPACE": "metadata.namespace", "NODE_NAME": "spec.nodeName"} {
+		if v := env[name]; v.ValueFrom == nil || v.ValueFrom.FieldRef == nil || v.ValueFrom.FieldRef.FieldPath != field {
+			t.Errorf("%s: want the downward API's %s", name, field)
+		}
+	}
+	for name := range env {
+		if strings.HasPrefix(name, "OTEL_") && !slices.Contains(otelVarsKproxyReads, name) {
+			t.Errorf("%s: kproxy does not read this variable", name)
+		}
+	}
+	attrs := env["OTEL_RESOURCE_ATTRIBUTES"].Value
+	for _, want := range []string{"k8s.pod.name=$(POD_NAME)", "k8s.namespace.name=$(POD_NAMESPACE)", "k8s.node.name=$(NODE_NAME)"} {
+		if !strings.Contains(attrs, want) {
+			t.Errorf("OTEL_RESOURCE_ATTRIBUTES %q lacks %s", attrs, want)
+		}
+	}
+	if got, want := env["OTEL_EXPORTER_OTLP_ENDPOINT"].Value, fmt.Sprintf("http://jaeger:%d", servicePort(t, e.services["jaeger"], "otlp-grpc")); got != want {
+		t.Errorf("OTEL_EXPORTER_OTLP_ENDPOINT %q, want %q (the jaeger Service's OTLP gRPC port)", got, want)
+	}
+
+	sc := kp.SecurityContext
+	if sc == nil || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot || sc.ReadOnlyRootFilesystem == nil || !*sc.ReadOnlyRootFilesystem ||
+		sc.AllowPrivilegeEscalation == nil || *sc.AllowPrivilegeEscalation || sc.Capabilities == nil || !slices.Equal(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) {
+		t.Errorf("kproxy securityContext %+v: want non-root, read-only root, no privilege escalation, all capabilities dropped", sc)
+	}
+	if kp.Resources.Requests.Cpu().IsZero() || kp.Resources.Limits.Memory().IsZero() {
+		t.Error("kproxy needs CPU requests and a memory limit")
+	}
+	if g := spec.TerminationGracePeriodSeconds; g == nil || float64(*g) <= cfg.Proxy.DrainTimeout.Seconds() {
+		t.Errorf("terminationGracePeriodSeconds must exceed drain_timeout %v", cfg.Proxy.DrainTimeout)
+	}
+	ann := e.kafka.Spec.Template.Annotations
+	if ann["prometheus.io/scrape"] != "true" || ann["prometheus.io/port"] != strconv.Itoa(int(admin)) || ann["prometheus.io/path"] != "/metrics" {
+		t.Errorf("prometheus annotations %v: want scrape of /metrics on %d", ann, admin)
+	}
+
+	var broker *corev1.Container
+	for i := range spec.Containers {
+		if spec.Containers[i].Name == "kafka" {
+			broker = &spec.Containers[i]
+		}
+	}
+	if broker == nil {
+		t.Fatal("no kafka container")
+	}
+	benv := map[string]string{}
+	for _, v := range broker.Env {
+		benv[v.Name] = v.Value
+	}
+	if l := benv["KAFKA_LISTENERS"]; !strings.Contains(l, fmt.Sprintf("://127.0.0.1:%d", upstream)) {
+		t.Errorf("KAFKA_LISTENERS %q: the broker must listen on 127.0.0.1:%d, kproxy's upstream", l, upstream)
+	}
+	if a := benv["KAFKA_ADVERTISED_LISTENERS"]; !strings.HasSuffix(a, fmt.Sprintf(":%d", listen)) || strings.Contains(a, ",") {
+		t.Errorf("KAFKA_ADVERTISED_LISTENERS %q: advertise kproxy's port %d only, or clients bypass it", a, listen)
+	}
+	if sp := e.services["kafka"].Spec.Ports; len(sp) != 1 || sp[0].TargetPort.IntVal != listen {
+		t.Errorf("kafka Service ports %+v: want one, targeting kproxy's %d", sp, listen)
+	}
+}
+
+// The OTEL_* variables kproxy reads (tracing/env.go and the OpenTelemetry
+// SDK's resource detection).
+var otelVarsKproxyReads = []string{
+	"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_PROTOCOL",
+	"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_RESOURCE_ATTRIBUTES", "OTEL_SDK_DISABLED", "OTEL_SERVICE_NAME",
+	"OTEL_TRACES_EXPORTER", "OTEL_TRACES_SAMPLER", "OTEL_TRACES_SAMPLER_ARG",
+}
+
+func servicePort(t *testing.T, s *corev1.Service, name string) int32 {
+	t.Helper()
+	for _, p := range s.Spec.Ports {
+		if p.Name == name {
+			return p.Port
+		}
+	}
+	t.Fatalf("service %s has no port %s", s.Name, name)
+	return 0
+}
+
+func mapValues(m map[string]int32) []int32 {
+	var v []int32
+	for _, x := range m {
+		v = append(v, x)
+	}
+	return v
+}
+
+// kproxy validate accepts the ConfigMap's kproxy.yaml.
+func TestKproxyValidate(t *testing.T) {
+	out, err := exec.Command("go", "run", "github.com/kproxy/kproxy/cmd/kproxy", "validate", "--config", "kproxy.yaml").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "kproxy.yaml: ok") {
+		t.Fatalf("kproxy validate: %v\n%s", err, out)
+	}
+}
