@@ -5,6 +5,7 @@ package k8s_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -17,6 +18,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kproxy/kproxy/config"
@@ -60,16 +62,24 @@ func objects(t *testing.T, file string) []any {
 // kustomization is the part of kustomization.yaml used here; strict
 // decoding makes any other field fail the test until it is checked too.
 type kustomization struct {
-	APIVersion         string   `json:"apiVersion"`
-	Kind               string   `json:"kind"`
-	Resources          []string `json:"resources"`
+	APIVersion string   `json:"apiVersion"`
+	Kind       string   `json:"kind"`
+	Resources  []string `json:"resources"`
+	Patches    []struct {
+		Path   string `json:"path"`
+		Target struct {
+			Kind string `json:"kind"`
+			Name string `json:"name"`
+		} `json:"target"`
+	} `json:"patches"`
 	ConfigMapGenerator []struct {
 		Name  string   `json:"name"`
 		Files []string `json:"files"`
 	} `json:"configMapGenerator"`
 }
 
-// example is the kustomization's resources, decoded.
+// example is the kustomization's resources, decoded, with its patches
+// applied as kustomize applies them (strategic merge).
 type example struct {
 	kust     kustomization
 	kafka    *appsv1.StatefulSet
@@ -105,7 +115,40 @@ func load(t *testing.T) example {
 	if e.kafka == nil || e.jaeger == nil || e.services["kafka"] == nil || e.services["jaeger"] == nil {
 		t.Fatalf("want the kafka StatefulSet and Service and the jaeger Deployment and Service")
 	}
+	for _, p := range e.kust.Patches {
+		if p.Target.Kind != "StatefulSet" || p.Target.Name != e.kafka.Name {
+			t.Fatalf("patch %s targets %s %s; want the StatefulSet %s", p.Path, p.Target.Kind, p.Target.Name, e.kafka.Name)
+		}
+		objects(t, p.Path) // strict: a misspelt field in the patch fails here
+		e.kafka = patched(t, e.kafka, p.Path)
+	}
 	return e
+}
+
+// patched applies the strategic-merge patch in file to sts.
+func patched(t *testing.T, sts *appsv1.StatefulSet, file string) *appsv1.StatefulSet {
+	t.Helper()
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	patch, err := yaml.YAMLToJSON(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	orig, err := json.Marshal(sts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	merged, err := strategicpatch.StrategicMergePatch(orig, patch, appsv1.StatefulSet{})
+	if err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	out := &appsv1.StatefulSet{}
+	if err := json.Unmarshal(merged, out); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 func port(t *testing.T, addr string) int32 {
