@@ -6,6 +6,9 @@ import (
 	"os"
 	"time"
 
+	"github.com/kproxy/kproxy/tracing"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -39,7 +42,12 @@ func demo(args []string) error {
 	if err := f.Validate(o.config, root); err != nil {
 		return err
 	}
-	s, err := start(f)
+	// With no OTLP endpoint anywhere, spans are printed here instead.
+	var spans sdktrace.SpanExporter
+	if !tracingConfigured(f.Tracing) {
+		spans = tracing.Terminal(os.Stdout)
+	}
+	s, err := start(f, spans)
 	if err != nil {
 		return err
 	}
@@ -62,10 +70,33 @@ Point any Kafka client at %[1]s; topic %[3]q exists. For example:
   echo hello | kcat -b %[1]s -P -t %[3]s
   kcat -b %[1]s -C -t %[3]s -e
 
-%[4]sStop with Ctrl-C.
-`, addr, broker.Addr(), demoTopic, s.adminHint())
+%[4]s%[5]sStop with Ctrl-C.
+`, addr, broker.Addr(), demoTopic, s.adminHint(), spansHint(spans != nil))
+	if o.demoLoad {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			demoLoad(ctx, addr, os.Stdout)
+		}()
+		s.beforeDrain = func() { cancel(); <-done }
+	}
 	s.waitSignal(nil)
 	return nil
+}
+
+// tracingConfigured reports whether spans have somewhere to go: the
+// tracing section or the standard OTEL endpoint variables.
+func tracingConfigured(c tracing.Config) bool {
+	return c.Enabled || c.Endpoint != "" ||
+		os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != ""
+}
+
+func spansHint(terminal bool) string {
+	if terminal {
+		return "\nSpans are printed below, one line per request (set OTEL_EXPORTER_OTLP_ENDPOINT to send them to a collector instead).\n"
+	}
+	return "\nSpans go to the OTLP endpoint configured.\n"
 }
 
 // demoCheck produces a few records through kproxy, consumes them back and

@@ -20,6 +20,7 @@ type options struct {
 	admin    string
 	logLevel string
 	check    bool
+	demoLoad bool
 }
 
 func parseFlags(name string, args []string, stderr io.Writer) (*options, error) {
@@ -32,6 +33,7 @@ func parseFlags(name string, args []string, stderr io.Writer) (*options, error) 
 	o.fs.StringVar(&o.logLevel, "log-level", "", "trace, debug, info, warn or error (log.level)")
 	if name == "demo" {
 		o.fs.BoolVar(&o.check, "check", false, "produce and consume a few records through kproxy, print them, and exit")
+		o.fs.BoolVar(&o.demoLoad, "load", false, "also run a producer and a consumer group through kproxy until stopped")
 	}
 	if err := o.fs.Parse(args); err != nil {
 		if err == flag.ErrHelp {

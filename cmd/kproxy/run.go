@@ -16,7 +16,7 @@ func run(args []string) error {
 	if err := f.Validate(o.config, root); err != nil {
 		return err
 	}
-	s, err := start(f)
+	s, err := start(f, nil)
 	if err != nil {
 		return err
 	}

@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"time"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/rs/zerolog"
@@ -28,14 +30,24 @@ type service struct {
 	tracer *tracing.Tracer
 	pm     *policy.Metrics
 	reg    *prometheus.Registry
+	// beforeDrain, when set, runs once a signal arrives and before the
+	// drain: demo stops its own clients there, so they are not drained.
+	beforeDrain func()
 }
 
-// start binds the client and admin ports and starts serving.
-func start(cfg config.File) (*service, error) {
+// start binds the client and admin ports and starts serving. spans, when
+// not nil, receives every span instead of the tracing section's exporter.
+func start(cfg config.File, spans sdktrace.SpanExporter) (*service, error) {
 	log := logging.New(cfg.Log, os.Stderr)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	tracer, err := tracing.New(cfg.Tracing, version(), reg)
+	var tracer *tracing.Tracer
+	var err error
+	if spans != nil {
+		tracer, err = tracing.NewWithExporter(cfg.Tracing, version(), spans, reg)
+	} else {
+		tracer, err = tracing.New(cfg.Tracing, version(), reg)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -86,6 +98,9 @@ func (s *service) waitSignal(done <-chan struct{}) {
 	case got := <-sig:
 		s.log.Info().Str("signal", got.String()).Dur("drain_timeout", s.cfg.Proxy.DrainTimeout).Msg("shutting down")
 	case <-done:
+	}
+	if s.beforeDrain != nil {
+		s.beforeDrain()
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.Proxy.DrainTimeout)
 	defer cancel()
