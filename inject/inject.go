@@ -5,80 +5,59 @@ import (
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// Workload decodes a Deployment or StatefulSet from JSON, adds the
-// sidecar if its annotations ask for it, and returns the object before and
-// after as JSON (both through the same types, so they differ only by the
-// injection). ok is false for other kinds and for workloads that did not
-// ask.
-func Workload(raw []byte, o Options, strict bool) (before, after []byte, ok bool, err error) {
+// wants decodes a Deployment or StatefulSet from JSON (strictly: unknown
+// fields fail, for manifests people wrote) and reports whether it asks for
+// the sidecar. Other kinds are not for the injector and report false.
+func wants(raw []byte, strict bool) (bool, error) {
 	var meta metav1.TypeMeta
 	if err := json.Unmarshal(raw, &meta); err != nil {
-		return nil, nil, false, err
+		return false, err
 	}
 	var obj any
-	var tmpl *corev1.PodTemplateSpec
-	var objMeta *metav1.ObjectMeta
 	switch meta.APIVersion + " " + meta.Kind {
 	case "apps/v1 Deployment":
-		d := &appsv1.Deployment{}
-		obj, tmpl, objMeta = d, &d.Spec.Template, &d.ObjectMeta
+		obj = &appsv1.Deployment{}
 	case "apps/v1 StatefulSet":
-		s := &appsv1.StatefulSet{}
-		obj, tmpl, objMeta = s, &s.Spec.Template, &s.ObjectMeta
+		obj = &appsv1.StatefulSet{}
 	default:
-		return nil, nil, false, nil
+		return false, nil
 	}
 	dec := json.NewDecoder(bytesReader(raw))
 	if strict {
 		dec.DisallowUnknownFields()
 	}
 	if err := dec.Decode(obj); err != nil {
-		return nil, nil, false, fmt.Errorf("%s: %w", meta.Kind, err)
+		return false, fmt.Errorf("%s: %w", meta.Kind, err)
 	}
-	if before, err = json.Marshal(obj); err != nil {
-		return nil, nil, false, err
+	ann, err := annotations(raw)
+	if err != nil || ann[AnnotationInject] != "true" {
+		return false, err
 	}
-	ann := tmpl.Annotations
-	if _, set := ann[AnnotationInject]; !set {
-		ann = objMeta.Annotations
+	if _, _, err := ports(ann); err != nil {
+		return false, fmt.Errorf("%s: %w", meta.Kind, err)
 	}
-	if ann[AnnotationInject] != "true" {
-		return before, before, false, nil
-	}
-	listen, upstream, err := ports(ann)
-	if err != nil {
-		return nil, nil, false, fmt.Errorf("%s %s: %w", meta.Kind, objMeta.Name, err)
-	}
-	Pod(&tmpl.Spec, o, listen, upstream)
-	after, err = json.Marshal(obj)
-	return before, after, true, err
+	return true, nil
 }
 
-// Pod puts the sidecar and its config volume in spec, replacing any that
-// an earlier injection put there, so injecting twice is injecting once.
-func Pod(spec *corev1.PodSpec, o Options, listen, upstream int) {
-	c := Sidecar(o, listen, upstream)
-	replaced := false
-	for i := range spec.InitContainers {
-		if spec.InitContainers[i].Name == ContainerName {
-			spec.InitContainers[i], replaced = c, true
-		}
+// annotations are the pod template's when it has the inject annotation,
+// else the workload's.
+func annotations(raw []byte) (map[string]string, error) {
+	var obj struct {
+		Metadata struct{ Annotations map[string]string } `json:"metadata"`
+		Spec     struct {
+			Template struct {
+				Metadata struct{ Annotations map[string]string } `json:"metadata"`
+			} `json:"template"`
+		} `json:"spec"`
 	}
-	if !replaced {
-		// First, so it is up before any other init container talks to the broker.
-		spec.InitContainers = append([]corev1.Container{c}, spec.InitContainers...)
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return nil, err
 	}
-	v := corev1.Volume{Name: VolumeName, VolumeSource: corev1.VolumeSource{
-		ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: o.ConfigMap}}}}
-	for i := range spec.Volumes {
-		if spec.Volumes[i].Name == VolumeName {
-			spec.Volumes[i] = v
-			return
-		}
+	if ann := obj.Spec.Template.Metadata.Annotations; ann[AnnotationInject] != "" {
+		return ann, nil
 	}
-	spec.Volumes = append(spec.Volumes, v)
+	return obj.Metadata.Annotations, nil
 }

@@ -19,7 +19,7 @@ func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
 // touch only the init containers and volumes, by whole element, so they
 // apply to the object exactly as the user or the API server wrote it.
 func Patch(raw []byte, o Options, strict bool) ([]jsonpatch.Operation, error) {
-	_, _, ok, err := Workload(raw, o, strict)
+	ok, err := wants(raw, strict)
 	if err != nil || !ok {
 		return nil, err
 	}
@@ -36,7 +36,11 @@ func Patch(raw []byte, o Options, strict bool) ([]jsonpatch.Operation, error) {
 	if err := json.Unmarshal(raw, &obj); err != nil {
 		return nil, err
 	}
-	listen, upstream, err := portsOf(raw)
+	ann, err := annotations(raw)
+	if err != nil {
+		return nil, err
+	}
+	listen, upstream, err := ports(ann)
 	if err != nil {
 		return nil, err
 	}
@@ -78,25 +82,4 @@ func ensure[T any](ops []jsonpatch.Operation, path string, list []json.RawMessag
 	default:
 		return append(ops, jsonpatch.NewOperation("add", path+"/-", want)), nil
 	}
-}
-
-// portsOf reads the port annotations of the workload in raw, from the pod
-// template or else the workload, as Workload does.
-func portsOf(raw []byte) (listen, upstream int, err error) {
-	var obj struct {
-		Metadata struct{ Annotations map[string]string } `json:"metadata"`
-		Spec     struct {
-			Template struct {
-				Metadata struct{ Annotations map[string]string } `json:"metadata"`
-			} `json:"template"`
-		} `json:"spec"`
-	}
-	if err := json.Unmarshal(raw, &obj); err != nil {
-		return 0, 0, err
-	}
-	ann := obj.Spec.Template.Metadata.Annotations
-	if _, set := ann[AnnotationInject]; !set {
-		ann = obj.Metadata.Annotations
-	}
-	return ports(ann)
 }
