@@ -134,40 +134,59 @@ func floodCmd(args []string) error {
 	return err
 }
 
-// stallCmd accepts connections and never reads from them: an upstream
-// that has stopped, for kbench flood.
-func stallCmd(args []string) error {
-	fs := flag.NewFlagSet("stall", flag.ContinueOnError)
-	listen := fs.String("listen", "127.0.0.1:39096", "address to listen on, HOST:PORT")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	ln, err := net.Listen("tcp", *listen)
+// stalled is an upstream that accepts connections and never reads from
+// them, for flood.
+type stalled struct {
+	ln   net.Listener
+	mu   sync.Mutex
+	held []net.Conn
+}
+
+func startStalled(addr string) (*stalled, error) {
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	fmt.Printf("kbench stalled upstream listening on %s (accepts, never reads)\n", ln.Addr())
-	var mu sync.Mutex
-	var held []net.Conn
+	s := &stalled{ln: ln}
 	go func() {
 		for {
 			c, err := ln.Accept()
 			if err != nil {
 				return
 			}
-			mu.Lock()
-			held = append(held, c)
-			mu.Unlock()
+			s.mu.Lock()
+			s.held = append(s.held, c)
+			s.mu.Unlock()
 		}
 	}()
+	return s, nil
+}
+
+// close stops accepting and closes what it held.
+func (s *stalled) close() {
+	s.ln.Close()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range s.held {
+		c.Close()
+	}
+}
+
+// stallCmd runs a stalled upstream until SIGINT or SIGTERM.
+func stallCmd(args []string) error {
+	fs := flag.NewFlagSet("stall", flag.ContinueOnError)
+	listen := fs.String("listen", "127.0.0.1:39096", "address to listen on, HOST:PORT")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	s, err := startStalled(*listen)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("kbench stalled upstream listening on %s (accepts, never reads)\n", s.ln.Addr())
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	<-sig
-	ln.Close()
-	mu.Lock()
-	for _, c := range held {
-		c.Close()
-	}
-	mu.Unlock()
+	s.close()
 	return nil
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"net"
 	"os"
 	"testing"
 	"time"
@@ -27,27 +26,12 @@ func TestIdleThroughKproxy(t *testing.T) {
 // reports the close, and the peak it sampled shows the input kproxy held
 // (kproxy runs in this process).
 func TestFloodClosedByKproxy(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	up, err := startStalled("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	go func() {
-		var held []net.Conn
-		defer func() {
-			for _, c := range held {
-				c.Close()
-			}
-		}()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			held = append(held, c)
-		}
-	}()
-	res, err := runFlood(floodConfig{Addr: testKproxy(t, ln.Addr().String()), PID: os.Getpid(),
+	defer up.close()
+	res, err := runFlood(floodConfig{Addr: testKproxy(t, up.ln.Addr().String()), PID: os.Getpid(),
 		Size: 64 << 10, Acks0: true, Duration: 20 * time.Second})
 	if err != nil {
 		t.Fatal(err)

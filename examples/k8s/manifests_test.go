@@ -197,15 +197,7 @@ func TestSidecarWiring(t *testing.T) {
 	listen, admin, upstream := port(t, cfg.Proxy.Listen), port(t, cfg.Admin.Listen), port(t, cfg.Proxy.Upstream)
 
 	spec := e.kafka.Spec.Template.Spec
-	var kp *corev1.Container
-	for i := range spec.InitContainers {
-		if spec.InitContainers[i].Name == "kproxy" {
-			kp = &spec.InitContainers[i]
-		}
-	}
-	if kp == nil {
-		t.Fatal("no kproxy init container")
-	}
+	kp := named(t, spec.InitContainers, "kproxy")
 	if kp.RestartPolicy == nil || *kp.RestartPolicy != corev1.ContainerRestartPolicyAlways {
 		t.Error("kproxy is not a native sidecar (restartPolicy: Always)")
 	}
@@ -288,15 +280,7 @@ func TestSidecarWiring(t *testing.T) {
 		t.Errorf("prometheus annotations %v: want scrape of /metrics on %d", ann, admin)
 	}
 
-	var broker *corev1.Container
-	for i := range spec.Containers {
-		if spec.Containers[i].Name == "kafka" {
-			broker = &spec.Containers[i]
-		}
-	}
-	if broker == nil {
-		t.Fatal("no kafka container")
-	}
+	broker := named(t, spec.Containers, "kafka")
 	benv := map[string]string{}
 	for _, v := range broker.Env {
 		benv[v.Name] = v.Value
@@ -318,6 +302,18 @@ var otelVarsKproxyReads = []string{
 	"OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_PROTOCOL",
 	"OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_RESOURCE_ATTRIBUTES", "OTEL_SDK_DISABLED", "OTEL_SERVICE_NAME",
 	"OTEL_TRACES_EXPORTER", "OTEL_TRACES_SAMPLER", "OTEL_TRACES_SAMPLER_ARG",
+}
+
+// named is the container called name in list.
+func named(t *testing.T, list []corev1.Container, name string) *corev1.Container {
+	t.Helper()
+	for i := range list {
+		if list[i].Name == name {
+			return &list[i]
+		}
+	}
+	t.Fatalf("no container %q among %d", name, len(list))
+	return nil
 }
 
 func servicePort(t *testing.T, s *corev1.Service, name string) int32 {
