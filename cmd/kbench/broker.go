@@ -8,11 +8,9 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/signal"
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"syscall"
 
 	"github.com/kproxy/kproxy/framing"
 )
@@ -184,9 +182,7 @@ func brokerCmd(args []string) error {
 		return err
 	}
 	fmt.Printf("kbench null broker listening on %s (advertising %s:%d)\n", b.Addr(), b.host, b.port)
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
-	<-sig
+	waitForStop()
 	b.close()
 	return nil
 }

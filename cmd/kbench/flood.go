@@ -5,10 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"net"
-	"os"
-	"os/signal"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -184,9 +181,7 @@ func stallCmd(args []string) error {
 		return err
 	}
 	fmt.Printf("kbench stalled upstream listening on %s (accepts, never reads)\n", s.ln.Addr())
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
-	<-sig
+	waitForStop()
 	s.close()
 	return nil
 }

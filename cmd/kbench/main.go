@@ -8,6 +8,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/signal"
+	"syscall"
 )
 
 const usage = `kbench: load tool for kproxy (no Kafka needed)
@@ -86,4 +88,13 @@ func parse(fs *flag.FlagSet, args []string) error {
 		return usageError{err}
 	}
 	return nil
+}
+
+// waitForStop blocks until SIGINT or SIGTERM, for the commands that serve
+// until stopped (broker, stall, sink).
+func waitForStop() {
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	<-sig
+	signal.Stop(sig)
 }

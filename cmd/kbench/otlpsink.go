@@ -7,10 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"os/signal"
 	"sync/atomic"
-	"syscall"
 
 	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/protobuf/proto"
@@ -93,9 +90,7 @@ func sinkCmd(args []string) error {
 		return err
 	}
 	fmt.Printf("kbench null OTLP sink on %s\n", s.URL())
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
-	<-sig
+	waitForStop()
 	fmt.Printf("received %d spans (%d undecodable exports)\n", s.spans.Load(), s.bad.Load())
 	return s.close()
 }
