@@ -39,6 +39,9 @@ type pair struct {
 	conn       policy.ConnState
 	clientID   string
 	mutedUntil int64
+	in         tally // the requests of the batch being relayed
+
+	out tally // the responses of the batch being written; used under wmu
 
 	draining atomic.Bool
 	closed   atomic.Bool
@@ -78,7 +81,7 @@ func (s *Server) onConnect(ctx context.Context, client netpoll.Connection) conte
 		return ctx
 	}
 	p := &pair{s: s, client: client, upstream: up, table: correlate.New(s.table.MaxInFlight),
-		opened: time.Now(), done: make(chan struct{})}
+		opened: time.Now(), done: make(chan struct{}), out: tally{responses: true}}
 	p.log = log.With().Str("upstream", up.LocalAddr().String()+">"+s.cfg.Upstream).Logger()
 	if s.tracer.On() {
 		p.peer = tracing.NewPeer(client.RemoteAddr().String(), s.cfg.Upstream, s.topics)

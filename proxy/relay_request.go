@@ -74,6 +74,7 @@ func (p *pair) onClient(_ context.Context, c netpoll.Connection) error {
 // the first one to complete), up to maxBatchBytes, then flushes them
 // upstream in one write.
 func (p *pair) relayRequests(r netpoll.Reader) error {
+	defer p.in.apply(p) // what an error left uncounted
 	w := p.upstream.Writer()
 	max := p.s.framing.MaxRequestBytes
 	batched := 0
@@ -112,20 +113,26 @@ func (p *pair) relayRequests(r netpoll.Reader) error {
 			break // the rest waits out the throttle
 		}
 	}
-	if err := p.flush(w); err != nil {
+	if err := p.flushUp(w); err != nil {
 		return errUpstreamWrite{err}
 	}
 	return nil
+}
+
+// flushUp sends the batch upstream, counting its requests first: their
+// responses may be counted as soon as it is sent.
+func (p *pair) flushUp(w netpoll.Writer) error {
+	p.in.apply(p)
+	return p.flush(w)
 }
 
 // forward writes one request frame upstream, recording it in the table
 // unless it expects no response, or answers it in the broker's place when a
 // policy refuses it.
 func (p *pair) forward(frame []byte, r netpoll.Reader, w netpoll.Writer) error {
-	p.bytesIn.Add(int64(len(frame)))
-	p.s.m.bytesIn.Add(float64(len(frame)))
+	p.in.bytes += int64(len(frame))
 	if p.table.Raw(frame) {
-		if _, err := p.push(correlate.Entry{Kind: correlate.RawToken, Start: time.Now()}, r, w); err != nil {
+		if _, err := p.push(correlate.Entry{Kind: correlate.RawToken, Start: p.in.stamp()}, r, w); err != nil {
 			return err
 		}
 		_, err := w.WriteBinary(frame)
@@ -135,10 +142,9 @@ func (p *pair) forward(frame []byte, r netpoll.Reader, w netpoll.Writer) error {
 	if err != nil {
 		return err
 	}
-	p.requests.Add(1)
-	p.s.m.api(h.APIKey).requests.Inc()
+	p.in.count(p.s.m.api(h.APIKey))
 	e := correlate.Entry{Kind: correlate.Forwarded, APIKey: h.APIKey, APIVersion: h.APIVersion,
-		ClientID: h.CorrelationID, Start: time.Now(), ReqBytes: len(frame)}
+		ClientID: h.CorrelationID, Start: p.in.stamp(), ReqBytes: len(frame)}
 	body := framing.NewBody(h, frame)
 	if p.peer != nil {
 		e.Span = p.s.tracer.Start(p.peer, &body, p.table.NextID(), len(frame), e.Start)
@@ -228,6 +234,7 @@ func (p *pair) queueAnswer(req kmsg.Request, e correlate.Entry, v policy.Verdict
 		return err
 	}
 	p.log.Debug().Str("rule", v.Rule).Str("api", framing.Name(e.APIKey)).Int16("error_code", v.Code).Msg("request refused by policy")
+	p.in.apply(p) // count the request before its answer
 	p.wmu.Lock()
 	defer p.wmu.Unlock()
 	cw := p.client.Writer()
@@ -263,7 +270,7 @@ func (p *pair) refuseOversize(r netpoll.Reader, w netpoll.Writer, limit int) (bo
 	want := min(framing.SizeLen+size, maxHeaderPeek)
 	if r.Len() < want {
 		// About to wait for the header: send what is ready first.
-		if err := p.flush(w); err != nil {
+		if err := p.flushUp(w); err != nil {
 			return false, errUpstreamWrite{err}
 		}
 	}
@@ -297,7 +304,7 @@ func (p *pair) refuseOversize(r netpoll.Reader, w netpoll.Writer, limit int) (bo
 	e := correlate.Entry{APIKey: h.APIKey, APIVersion: h.APIVersion, ClientID: h.CorrelationID,
 		Start: time.Now(), ReqBytes: framing.SizeLen + size}
 	// What was relayed before may still reference the input buffer.
-	if err := p.flush(w); err != nil {
+	if err := p.flushUp(w); err != nil {
 		return false, errUpstreamWrite{err}
 	}
 	if err := r.Skip(h.BodyOffset); err != nil {
@@ -319,10 +326,8 @@ func (p *pair) refuseOversize(r netpoll.Reader, w netpoll.Writer, limit int) (bo
 		return false, err
 	}
 	r.Release()
-	p.requests.Add(1)
-	p.s.m.api(h.APIKey).requests.Inc()
-	p.bytesIn.Add(int64(e.ReqBytes))
-	p.s.m.bytesIn.Add(float64(e.ReqBytes))
+	p.in.count(p.s.m.api(h.APIKey))
+	p.in.bytes += int64(e.ReqBytes)
 	p.s.m.oversizeAnswered.Inc()
 	return true, p.queueAnswer(req, e, v, r, w)
 }
@@ -397,12 +402,12 @@ func (p *pair) push(e correlate.Entry, r netpoll.Reader, w netpoll.Writer) (int3
 	id, err := p.table.Push(e)
 	if err != correlate.ErrFull {
 		if err == nil {
-			p.s.m.inFlight.Inc()
+			p.in.inFlight++
 		}
 		return id, err
 	}
 	p.s.m.backpressure.Inc()
-	if err := p.flush(w); err != nil {
+	if err := p.flushUp(w); err != nil {
 		return 0, errUpstreamWrite{err}
 	}
 	for {

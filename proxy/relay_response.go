@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"context"
-	"time"
 
 	"github.com/cloudwego/netpoll"
 
@@ -78,6 +77,7 @@ func (p *pair) relayResponses(r netpoll.Reader) error {
 // flushes a writer that still points into buffers about to be freed. The
 // caller holds wmu.
 func (p *pair) finishBatch(err error) error {
+	p.out.apply(p)
 	if err == nil {
 		p.endSpans()
 		return nil
@@ -115,7 +115,7 @@ func (p *pair) deliver(frame []byte, w netpoll.Writer) error {
 	if err != nil {
 		return err
 	}
-	p.s.m.inFlight.Dec()
+	p.out.inFlight--
 	if e.Kind != correlate.RawToken {
 		framing.SetResponseCorrelationID(frame, e.ClientID)
 		if e.Throttle > 0 {
@@ -127,10 +127,9 @@ func (p *pair) deliver(frame []byte, w netpoll.Writer) error {
 		if e.APIKey == framing.KeyApiVersions {
 			frame = policy.ClampVersions(frame, e.APIVersion)
 		}
-		p.responses.Add(1)
 		a := p.s.m.api(e.APIKey)
-		a.responses.Inc()
-		a.latency.Observe(time.Since(e.Start).Seconds())
+		p.out.count(a)
+		a.latency.Observe(p.out.stamp().Sub(e.Start).Seconds())
 		if e.Span != nil {
 			p.ending = append(p.ending, ending{e.Span, e.APIKey, e.APIVersion, frame})
 		}
@@ -138,8 +137,7 @@ func (p *pair) deliver(frame []byte, w netpoll.Writer) error {
 			p.s.topics.Learn(frame, e.APIVersion)
 		}
 	}
-	p.bytesOut.Add(int64(len(frame)))
-	p.s.m.bytesOut.Add(float64(len(frame)))
+	p.out.bytes += int64(len(frame))
 	if _, err := w.WriteBinary(frame); err != nil {
 		return errClientWrite{err}
 	}
@@ -150,9 +148,8 @@ func (p *pair) deliver(frame []byte, w netpoll.Writer) error {
 // the head of the table. The caller holds wmu and flushes.
 func (p *pair) writeSynthetic(w netpoll.Writer) error {
 	for s, ok := p.table.PopSynthetic(); ok; s, ok = p.table.PopSynthetic() {
-		p.s.m.inFlight.Dec()
-		p.responses.Add(1)
-		p.s.m.api(s.APIKey).responses.Inc()
+		p.out.inFlight--
+		p.out.count(p.s.m.api(s.APIKey))
 		if _, err := w.WriteBinary(s.Response); err != nil {
 			return errClientWrite{err}
 		}

@@ -1,0 +1,72 @@
+package proxy
+
+import "time"
+
+// tally gathers what one batch of frames adds to the counters, so the
+// shared ones (atomics that every pair and both directions write, whose
+// cache lines bounce between cores) change once per batch rather than once
+// per frame. It also reads the clock once per batch: the frames of a batch
+// were read together. The client handler owns the requests' tally, and
+// whoever holds wmu the responses'.
+type tally struct {
+	responses bool // counts responses rather than requests
+	now       time.Time
+	frames    int64 // Kafka requests or responses (raw SASL tokens are not)
+	bytes     int64
+	inFlight  int64 // entries pushed, less entries popped
+	api       *apiMetrics
+	apiN      int64 // frames of api's run so far
+}
+
+// stamp is the batch's time, read on first use.
+func (t *tally) stamp() time.Time {
+	if t.now.IsZero() {
+		t.now = time.Now()
+	}
+	return t.now
+}
+
+// count adds one request or response of API a. A batch is mostly one API,
+// so per-API counts are kept as runs.
+func (t *tally) count(a *apiMetrics) {
+	if a != t.api {
+		t.endRun()
+		t.api = a
+	}
+	t.frames++
+	t.apiN++
+}
+
+func (t *tally) endRun() {
+	if t.apiN == 0 {
+		return
+	}
+	c := t.api.requests
+	if t.responses {
+		c = t.api.responses
+	}
+	c.Add(float64(t.apiN))
+	t.apiN = 0
+}
+
+// apply adds the batch to p's and the server's counters and starts the
+// next batch.
+func (t *tally) apply(p *pair) {
+	t.endRun()
+	m := p.s.m
+	frames, bytes, total := &p.requests, &p.bytesIn, m.bytesIn
+	if t.responses {
+		frames, bytes, total = &p.responses, &p.bytesOut, m.bytesOut
+	}
+	if t.frames != 0 {
+		frames.Add(t.frames)
+	}
+	if t.bytes != 0 {
+		bytes.Add(t.bytes)
+		total.Add(float64(t.bytes))
+	}
+	if t.inFlight != 0 {
+		m.inFlight.Add(float64(t.inFlight))
+	}
+	*t = tally{responses: t.responses}
+}
