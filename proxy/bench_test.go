@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -72,15 +73,16 @@ func produceLike(size int) []byte {
 	return f
 }
 
-func benchRelay(b *testing.B, reqSize, respSize, window int) {
-	benchRelayWith(b, nil, nil, reqSize, respSize, window)
+func benchRelay(b *testing.B, reqSize, respSize, window int, opts ...envOpt) {
+	benchRelayWith(b, nil, nil, reqSize, respSize, window, opts...)
 }
 
 // benchRelayWith runs the relay benchmark with a tracer and rules.
-func benchRelayWith(b *testing.B, tr *tracing.Tracer, rules *policy.Engine, reqSize, respSize, window int) {
-	env := startTracedProxy(b, nullUpstream(b, respSize), tr, func(_ *Config, _ *framing.Config, cc *correlate.Config) {
+func benchRelayWith(b *testing.B, tr *tracing.Tracer, rules *policy.Engine, reqSize, respSize, window int, opts ...envOpt) {
+	opts = append(opts, func(_ *Config, _ *framing.Config, cc *correlate.Config) {
 		cc.MaxInFlight = max(window, 1)
 	})
+	env := startTracedProxy(b, nullUpstream(b, respSize), tr, opts...)
 	env.srv.SetPolicies(rules)
 	c, err := net.Dial("tcp", env.addr)
 	if err != nil {
@@ -125,6 +127,15 @@ func BenchmarkRelayRoundTrip(b *testing.B) { benchRelay(b, 100, 100, 1) }
 
 // 64 requests in flight on one connection: the pipelined throughput.
 func BenchmarkRelayPipelined(b *testing.B) { benchRelay(b, 100, 100, 64) }
+
+// The same with a linger: a relay goroutine waits for the next frame, so
+// netpoll dispatches (and allocates a task) only when a connection goes
+// quiet, where the default relays each batch on the poller.
+func BenchmarkRelayRoundTripLinger(b *testing.B) { benchRelay(b, 100, 100, 1, withLinger) }
+
+func BenchmarkRelayPipelinedLinger(b *testing.B) { benchRelay(b, 100, 100, 64, withLinger) }
+
+func withLinger(c *Config, _ *framing.Config, _ *correlate.Config) { c.Linger = 5 * time.Millisecond }
 
 // 16 KiB requests, large enough that netpoll references them instead of
 // copying.

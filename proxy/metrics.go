@@ -29,7 +29,11 @@ type Metrics struct {
 	oversizeAnswered prometheus.Counter
 	bytesIn          prometheus.Counter
 	bytesOut         prometheus.Counter
-	perAPI           [framing.MaxKey + 2]atomic.Pointer[apiMetrics]
+	batches          *prometheus.CounterVec
+	// batch[d][w] counts batches of direction d (requests, responses)
+	// relayed where w says (on the poller, in the pool).
+	batch  [2][2]prometheus.Counter
+	perAPI [framing.MaxKey + 2]atomic.Pointer[apiMetrics]
 }
 
 type apiMetrics struct {
@@ -73,16 +77,30 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Times a client was paused because its in-flight table was full."}),
 		oversizeAnswered: prometheus.NewCounter(prometheus.CounterOpts{Name: "kproxy_oversize_answered_total",
 			Help: "Requests over a rule's max_request_bytes, dropped as they arrived and answered with an error."}),
+		batches: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kproxy_batches_total",
+			Help: "Batches of frames relayed, by direction and by where: on the poller, or in the goroutine pool (partial frames, policies, back-pressure, linger)."},
+			[]string{"direction", "where"}),
 	}
 	for _, c := range []prometheus.Collector{m.requests, m.responses, m.latency, m.bytes, m.inFlight, m.open,
 		m.accepted, m.refused, m.dialFailures, m.protocolErrs, m.oversize, m.overflow, m.failed, m.backpressure,
-		m.oversizeAnswered} {
+		m.oversizeAnswered, m.batches} {
 		f(c)
 	}
 	m.bytesIn = m.bytes.WithLabelValues("client_to_upstream")
 	m.bytesOut = m.bytes.WithLabelValues("upstream_to_client")
+	for d, dir := range []string{"requests", "responses"} {
+		for w, where := range []string{"poller", "pool"} {
+			m.batch[d][w] = m.batches.WithLabelValues(dir, where)
+		}
+	}
 	return m
 }
+
+// Indexes of Metrics.batch.
+const (
+	batchRequests, batchResponses = 0, 1
+	onPoller, inPool              = 0, 1
+)
 
 // api returns the series of one API key, creating them on first use.
 func (m *Metrics) api(key int16) *apiMetrics {

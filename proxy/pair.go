@@ -32,6 +32,16 @@ type pair struct {
 	// ending holds the traced responses of the batch being written; their
 	// spans end once the batch is flushed. Used under wmu.
 	ending []ending
+	// upMu is held by whoever writes upstream: the client handler, or a
+	// goroutine finishing a raw send it handed over.
+	upMu sync.Mutex
+	// up and cli write to the sockets directly for batches relayed on the
+	// poller (nil if a connection has no fd). inClient and inUpstream are
+	// set by runTask while it runs that side's handler on the poller;
+	// upHanded and clientHanded tell it a goroutine now owns the writer.
+	up, cli                *rawConn
+	inClient, inUpstream   bool
+	upHanded, clientHanded bool
 
 	// Owned by the client handler: the policy state of this connection,
 	// the client id as a string (a client keeps one), and the time until
@@ -99,12 +109,20 @@ func (s *Server) onConnect(ctx context.Context, client netpoll.Connection) conte
 	}
 	client.AddCloseCallback(func(netpoll.Connection) error { p.close(reasonClientClosed, nil); return nil })
 	up.AddCloseCallback(func(netpoll.Connection) error { p.close(reasonUpstreamClosed, nil); return nil })
+	p.up, p.cli = newRawConn(up), newRawConn(client)
+	if !setUpstreamContext(up, context.WithValue(context.Background(), upstreamKey{}, p)) {
+		upstreamContextOnce.Do(func() {
+			s.log.Warn().Msg("cannot mark upstream connections for netpoll's runner; responses are relayed from the goroutine pool")
+		})
+	}
 	up.SetOnRequest(p.onUpstream)
 	p.log.Info().Msg("connection opened")
 	return context.WithValue(ctx, pairKey{}, p)
 }
 
 type pairKey struct{}
+
+var upstreamContextOnce sync.Once
 
 // onRequest runs the client side of the pair that onConnect made.
 func (s *Server) onRequest(ctx context.Context, c netpoll.Connection) error {
@@ -158,9 +176,22 @@ func (p *pair) close(reason string, err error) bool {
 }
 
 // recoverPanic closes the pair whose handler panicked; other pairs go on.
-func (p *pair) recoverPanic(side string) {
+// On the poller the input left is dropped (netpoll would call the handler
+// again for it) and the close runs in another goroutine.
+func (p *pair) recoverPanic(side string, c netpoll.Connection) {
 	if r := recover(); r != nil {
 		p.log.Error().Str("side", side).Interface("panic", r).Bytes("stack", debug.Stack()).Msg("relay panicked")
+		if p.inClient || p.inUpstream {
+			p.abandonPanic(c)
+			return
+		}
 		p.close("panic", errors.New("relay panicked"))
 	}
+}
+
+func (p *pair) abandonPanic(c netpoll.Connection) {
+	r := c.Reader()
+	_ = r.Skip(r.Len())
+	r.Release()
+	go p.close("panic", errors.New("relay panicked"))
 }

@@ -28,8 +28,14 @@ const backpressurePoll = 100 * time.Millisecond
 // flushes them upstream in one write. netpoll calls it again while unread
 // bytes remain.
 func (p *pair) onClient(_ context.Context, c netpoll.Connection) error {
-	defer p.recoverPanic("client")
+	defer p.recoverPanic("client", c)
 	r := c.Reader()
+	if p.inClient {
+		p.relayRequestsInline(r)
+		return nil
+	}
+	p.upMu.Lock() // a raw send handed to a goroutine finishes first
+	defer p.upMu.Unlock()
 	for {
 		if p.draining.Load() {
 			// Send nothing new; the response side closes the pair when
@@ -113,6 +119,7 @@ func (p *pair) relayRequests(r netpoll.Reader) error {
 			break // the rest waits out the throttle
 		}
 	}
+	p.s.m.batch[batchRequests][inPool].Inc()
 	if err := p.flushUp(w); err != nil {
 		return errUpstreamWrite{err}
 	}
@@ -135,8 +142,7 @@ func (p *pair) forward(frame []byte, r netpoll.Reader, w netpoll.Writer) error {
 		if _, err := p.push(correlate.Entry{Kind: correlate.RawToken, Start: p.in.stamp()}, r, w); err != nil {
 			return err
 		}
-		_, err := w.WriteBinary(frame)
-		return err
+		return p.writeUp(w, frame)
 	}
 	h, err := framing.ParseRequestHeader(frame)
 	if err != nil {
@@ -195,7 +201,7 @@ func (p *pair) forward(frame []byte, r netpoll.Reader, w netpoll.Writer) error {
 		}
 	}
 	if noResponse { // acks=0: no response will come, so no entry
-		_, err := w.WriteBinary(frame)
+		err := p.writeUp(w, frame)
 		p.s.tracer.End(e.Span, h.APIKey, h.APIVersion, nil)
 		return err
 	}
@@ -205,8 +211,7 @@ func (p *pair) forward(frame []byte, r netpoll.Reader, w netpoll.Writer) error {
 		return err
 	}
 	framing.SetRequestCorrelationID(frame, id)
-	_, err = w.WriteBinary(frame)
-	return err
+	return p.writeUp(w, frame)
 }
 
 // answer queues kproxy's own error response to a refused request in the
@@ -406,6 +411,9 @@ func (p *pair) push(e correlate.Entry, r netpoll.Reader, w netpoll.Writer) (int3
 		}
 		return id, err
 	}
+	if p.inClient { // clientInline checked for room; never wait on the poller
+		return 0, errInlineFull
+	}
 	p.s.m.backpressure.Inc()
 	if err := p.flushUp(w); err != nil {
 		return 0, errUpstreamWrite{err}
@@ -427,7 +435,10 @@ func (p *pair) push(e correlate.Entry, r netpoll.Reader, w netpoll.Writer) (int3
 	}
 }
 
-var errOverflow = errors.New("unread input over max_unread_bytes")
+var (
+	errOverflow   = errors.New("unread input over max_unread_bytes")
+	errInlineFull = errors.New("in-flight table filled during a batch relayed on the poller")
+)
 
 // errUpstreamWrite marks a failure to write to the upstream, so the close
 // is blamed on the right side.

@@ -15,8 +15,12 @@ import (
 // client, each matched to the head of the in-flight table and given back
 // the client's correlation id, then flushes them in one write.
 func (p *pair) onUpstream(_ context.Context, c netpoll.Connection) error {
-	defer p.recoverPanic("upstream")
+	defer p.recoverPanic("upstream", c)
 	r := c.Reader()
+	if p.inUpstream {
+		p.relayResponsesInline(r)
+		return nil
+	}
 	for {
 		if r.Len() > p.s.cfg.MaxUnreadBytes {
 			p.closeOnError("upstream", errOverflow)
@@ -64,6 +68,7 @@ func (p *pair) relayResponses(r netpoll.Reader) error {
 			break
 		}
 	}
+	p.s.m.batch[batchResponses][inPool].Inc()
 	if err == nil {
 		if err = p.flush(w); err != nil {
 			err = errClientWrite{err}
@@ -82,13 +87,19 @@ func (p *pair) finishBatch(err error) error {
 		p.endSpans()
 		return nil
 	}
+	p.failEnding()
+	p.closeOnError("upstream", err)
+	return err
+}
+
+// failEnding fails the spans of a batch that was not written. The caller
+// holds wmu.
+func (p *pair) failEnding() {
 	for _, x := range p.ending {
 		p.s.tracer.Fail(x.span, "kproxy.connection_closed")
 	}
 	clear(p.ending)
 	p.ending = p.ending[:0]
-	p.closeOnError("upstream", err)
-	return err
 }
 
 // endSpans ends the spans of the responses just flushed. The caller holds
@@ -138,7 +149,7 @@ func (p *pair) deliver(frame []byte, w netpoll.Writer) error {
 		}
 	}
 	p.out.bytes += int64(len(frame))
-	if _, err := w.WriteBinary(frame); err != nil {
+	if err := p.writeClient(w, frame); err != nil {
 		return errClientWrite{err}
 	}
 	return p.writeSynthetic(w)
@@ -150,7 +161,7 @@ func (p *pair) writeSynthetic(w netpoll.Writer) error {
 	for s, ok := p.table.PopSynthetic(); ok; s, ok = p.table.PopSynthetic() {
 		p.out.inFlight--
 		p.out.count(p.s.m.api(s.APIKey))
-		if _, err := w.WriteBinary(s.Response); err != nil {
+		if err := p.writeClient(w, s.Response); err != nil {
 			return errClientWrite{err}
 		}
 		if s.Span != nil {

@@ -27,6 +27,9 @@ type Server struct {
 	m       *Metrics
 	tracer  *tracing.Tracer
 	topics  *framing.TopicIDs // learnt from Metadata when something reads topics
+	// inline lets runTask relay batches on the poller; a linger keeps
+	// a goroutine per busy connection instead.
+	inline bool
 
 	policies atomic.Pointer[policy.Engine]
 
@@ -55,7 +58,7 @@ func New(cfg Config, fr framing.Config, tc correlate.Config, log zerolog.Logger,
 	if max := max(fr.MaxRequestBytes, fr.MaxResponseBytes) + framing.SizeLen; cfg.MaxUnreadBytes < max {
 		return nil, fmt.Errorf("max_unread_bytes %d must hold one maximum-size frame (%d)", cfg.MaxUnreadBytes, max)
 	}
-	s := &Server{cfg: cfg, framing: fr, table: tc, log: log, m: m, tracer: tracer, topics: framing.NewTopicIDs(),
+	s := &Server{cfg: cfg, framing: fr, table: tc, log: log, m: m, tracer: tracer, topics: framing.NewTopicIDs(), inline: cfg.Linger == 0,
 		pairs: make(map[*pair]struct{}), idle: make(chan struct{}), stop: make(chan struct{})}
 	loop, err := netpoll.NewEventLoop(s.onRequest, netpoll.WithOnConnect(s.onConnect))
 	if err != nil {

@@ -1,6 +1,10 @@
 package proxy
 
-import "github.com/cloudwego/netpoll"
+import (
+	"runtime"
+
+	"github.com/cloudwego/netpoll"
+)
 
 // connBufferBytes is the size of netpoll's buffer nodes: the first read
 // buffer of each connection and the smallest node any buffer grows by.
@@ -13,10 +17,15 @@ import "github.com/cloudwego/netpoll"
 const connBufferBytes = 1 << 10
 
 // netpoll reads these globals as connections are made, and its docs ask
-// for Configure in init, before any connection exists.
+// for Configure in init, before any connection exists. With batches
+// relayed on the pollers (runTask), the pollers do the relaying, so there
+// is one per CPU kproxy may use (GOMAXPROCS follows the container's CPU
+// limit) rather than netpoll's default of one per 20.
 func init() {
 	netpoll.LinkBufferCap = connBufferBytes
-	if err := netpoll.Configure(netpoll.Config{BufferSize: connBufferBytes}); err != nil {
-		panic(err) // only fails for a bad poller count, which is not set here
+	err := netpoll.Configure(netpoll.Config{BufferSize: connBufferBytes, Runner: runTask,
+		PollerNum: max(1, runtime.GOMAXPROCS(0))})
+	if err != nil {
+		panic(err) // only fails for a bad poller count
 	}
 }

@@ -1,0 +1,119 @@
+package proxy
+
+import (
+	"github.com/cloudwego/netpoll"
+
+	"github.com/kproxy/kproxy/framing"
+)
+
+// relayRequestsInline relays, on the poller, the requests that
+// clientInline found buffered (all whole) and writes them upstream without
+// blocking. What the socket does not take is flushed by a goroutine that
+// keeps upMu until it is done, so nothing overtakes it.
+func (p *pair) relayRequestsInline(r netpoll.Reader) {
+	w := p.upstream.Writer()
+	max := p.s.framing.MaxRequestBytes
+	var err error
+	for err == nil && r.Len() >= framing.SizeLen {
+		var frame []byte
+		if frame, err = framing.Next(r, max); err == nil {
+			err = p.forward(frame, r, w)
+		}
+	}
+	p.in.apply(p)
+	p.s.m.batch[batchRequests][onPoller].Inc()
+	if err == nil {
+		var all bool
+		if all, err = p.up.send(); err != nil {
+			err = errUpstreamWrite{err}
+		} else if !all {
+			p.upHanded = true
+			go p.finishSend(w, &p.upMu, "client", func(err error) error { return errUpstreamWrite{err} })
+		}
+	}
+	if err != nil {
+		clear(p.up.iov)
+		p.up.iov = p.up.iov[:0]
+		p.abandon(r, "client", err)
+		return
+	}
+	r.Release()
+}
+
+// relayResponsesInline relays, on the poller, the responses that
+// upstreamInline found buffered (all whole) and writes them to the client
+// without blocking; the caller holds wmu.
+func (p *pair) relayResponsesInline(r netpoll.Reader) {
+	w := p.client.Writer()
+	max := p.s.framing.MaxResponseBytes
+	var err error
+	for err == nil && r.Len() >= framing.SizeLen {
+		var frame []byte
+		if frame, err = framing.Next(r, max); err == nil {
+			err = p.deliver(frame, w)
+		}
+	}
+	p.out.apply(p)
+	p.s.m.batch[batchResponses][onPoller].Inc()
+	if err == nil {
+		var all bool
+		if all, err = p.cli.send(); err != nil {
+			err = errClientWrite{err}
+		} else if !all {
+			p.clientHanded = true
+			go p.finishSend(w, &p.wmu, "upstream", func(err error) error { return errClientWrite{err} })
+		}
+	}
+	if err != nil {
+		clear(p.cli.iov)
+		p.cli.iov = p.cli.iov[:0]
+		p.failEnding()
+		p.abandon(r, "upstream", err)
+		return
+	}
+	// The spans read the response bytes, which Release gives back.
+	p.endSpans()
+	r.Release()
+	if p.draining.Load() && p.table.Len() == 0 {
+		go p.close(reasonDrained, nil)
+	}
+}
+
+// finishSend flushes what a raw send left in w, from a goroutine since it
+// may wait for the peer, then lets the next writer in.
+func (p *pair) finishSend(w netpoll.Writer, owner interface{ Unlock() }, side string, wrap func(error) error) {
+	err := p.flush(w)
+	owner.Unlock()
+	if err != nil {
+		p.closeOnError(side, wrap(err))
+	}
+}
+
+// abandon ends an inline batch that failed. The input left is dropped, or
+// netpoll would call the handler again for it, and the pair is closed from
+// another goroutine: closing a connection from its poller can hang it.
+func (p *pair) abandon(r netpoll.Reader, side string, err error) {
+	_ = r.Skip(r.Len())
+	r.Release()
+	go p.closeOnError(side, err)
+}
+
+// writeUp adds a request frame to the batch going upstream.
+func (p *pair) writeUp(w netpoll.Writer, frame []byte) error {
+	if p.inClient {
+		p.up.iov = append(p.up.iov, frame)
+		return nil
+	}
+	_, err := w.WriteBinary(frame)
+	return err
+}
+
+// writeClient adds a response frame to the batch going to the client.
+func (p *pair) writeClient(w netpoll.Writer, frame []byte) error {
+	if p.inUpstream {
+		p.cli.iov = append(p.cli.iov, frame)
+		return nil
+	}
+	_, err := w.WriteBinary(frame)
+	return err
+}

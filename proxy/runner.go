@@ -1,0 +1,121 @@
+package proxy
+
+import (
+	"context"
+	"encoding/binary"
+	"reflect"
+	"unsafe"
+
+	"github.com/bytedance/gopkg/util/gopool"
+	"github.com/cloudwego/netpoll"
+)
+
+// inlineMaxBytes bounds the input a batch relayed on the poller may hold:
+// the poller serves every connection, so no one batch may keep it long.
+const inlineMaxBytes = 64 << 10
+
+// runTask is netpoll's Runner: it runs a connection's handler either on the
+// poller goroutine that read the input ("inline") or in the goroutine pool.
+// Inline is how an event loop like HAProxy works: the thread that was woken
+// relays the bytes, with no wake-up of a second thread per frame. It is
+// taken only when the batch cannot block: whole frames only, room in the
+// in-flight table, no rule that could throttle or answer, and the writer
+// free. Everything else (partial frames, policies, back-pressure,
+// throttling, draining) runs in the pool as before.
+func runTask(ctx context.Context, f func()) {
+	if p, ok := ctx.Value(pairKey{}).(*pair); ok && p.clientInline() {
+		p.inClient = true
+		f()
+		p.inClient = false
+		if p.upHanded {
+			p.upHanded = false // the goroutine flushing the rest unlocks upMu
+		} else {
+			p.upMu.Unlock()
+		}
+		return
+	}
+	if p, ok := ctx.Value(upstreamKey{}).(*pair); ok && p.upstreamInline() {
+		p.inUpstream = true
+		f()
+		p.inUpstream = false
+		if p.clientHanded {
+			p.clientHanded = false // the goroutine flushing the rest unlocks wmu
+		} else {
+			p.wmu.Unlock()
+		}
+		return
+	}
+	gopool.CtxGo(ctx, f)
+}
+
+// clientInline reports whether the client's buffered requests can be
+// relayed on the poller, and if so takes the upstream writer.
+func (p *pair) clientInline() bool {
+	if !p.s.inline || p.up == nil || p.closed.Load() || p.draining.Load() || p.mutedUntil != 0 || !p.s.policies.Load().Empty() {
+		return false
+	}
+	k, ok := wholeFrames(p.client.Reader(), p.s.framing.MaxRequestBytes)
+	if !ok || p.table.Len()+k > p.s.table.MaxInFlight {
+		return false
+	}
+	return p.upMu.TryLock()
+}
+
+// upstreamInline reports whether the upstream's buffered responses can be
+// relayed on the poller, and if so takes the client writer.
+func (p *pair) upstreamInline() bool {
+	if !p.s.inline || p.cli == nil || p.closed.Load() {
+		return false
+	}
+	if _, ok := wholeFrames(p.upstream.Reader(), p.s.framing.MaxResponseBytes); !ok {
+		return false
+	}
+	return p.wmu.TryLock()
+}
+
+// wholeFrames counts the frames buffered in r and reports whether they are
+// all whole, valid and together no more than inlineMaxBytes. Only the
+// poller adds input, and it is the caller, so the answer holds for the
+// task it is about to run.
+func wholeFrames(r netpoll.Reader, max int) (int, bool) {
+	n := r.Len()
+	if n < 4 || n > inlineMaxBytes {
+		return 0, false
+	}
+	b, err := r.Peek(n)
+	if err != nil {
+		return 0, false
+	}
+	k := 0
+	for len(b) >= 4 {
+		size := int32(binary.BigEndian.Uint32(b))
+		if size < 0 || int(size) > max || int(size) > len(b)-4 {
+			return 0, false // partial or over the limit: the pool path reports it
+		}
+		b = b[4+size:]
+		k++
+	}
+	return k, len(b) == 0
+}
+
+// upstreamKey marks the context of a pair's upstream connection.
+type upstreamKey struct{}
+
+// setUpstreamContext gives a dialed connection the context its tasks are
+// run with, so runTask can find the pair. netpoll v0.7.2 has no option for
+// it on dialed connections (accepted ones get theirs from OnConnect), so
+// the field is set directly; it must happen before SetOnRequest, when no
+// task can read it yet. It reports false if netpoll's layout has changed:
+// the upstream side then stays in the pool (see TestUpstreamRunsInline).
+func setUpstreamContext(c netpoll.Connection, ctx context.Context) bool {
+	v := reflect.ValueOf(c)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return false
+	}
+	f := v.Elem().FieldByName("ctx")
+	if !f.IsValid() || f.Type() != reflect.TypeFor[context.Context]() {
+		return false
+	}
+	reflect.NewAt(f.Type(), unsafe.Pointer(f.UnsafeAddr())).Elem().Set(reflect.ValueOf(ctx))
+	return true
+}

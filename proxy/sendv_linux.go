@@ -1,0 +1,131 @@
+//go:build linux
+
+package proxy
+
+import (
+	"errors"
+	"golang.org/x/sys/unix"
+	"sync"
+	"unsafe"
+
+	"github.com/cloudwego/netpoll"
+)
+
+// maxIovecs is how many slices one sendmsg takes (Linux IOV_MAX is 1024).
+const maxIovecs = 512
+
+// rawConn is one side's socket as the poller writes to it directly: a
+// relay on the poller must never wait for a peer, and netpoll's Flush
+// waits when the socket is full.
+type rawConn struct {
+	conn netpoll.Connection
+	fd   int
+	// mu is held (shared) across a raw write and taken by the close
+	// callback before netpoll closes the fd, so a write never reaches an fd
+	// number that has been closed and reused.
+	mu   sync.RWMutex
+	gone bool
+	iov  [][]byte // the batch being written; used by the writer's owner
+	vecs []unix.Iovec
+}
+
+var errGone = errors.New("connection closed")
+
+// newRawConn prepares c for raw writes, or returns nil when c has no fd.
+func newRawConn(c netpoll.Connection) *rawConn {
+	fc, ok := c.(interface{ Fd() int })
+	if !ok {
+		return nil
+	}
+	r := &rawConn{conn: c, fd: fc.Fd()}
+	// Close callbacks run newest first, so this one runs before the one
+	// netpoll added when it made the connection, which closes the fd.
+	c.AddCloseCallback(func(netpoll.Connection) error {
+		r.mu.Lock()
+		r.gone = true
+		r.mu.Unlock()
+		return nil
+	})
+	return r
+}
+
+// send writes the batch in r.iov without blocking. It returns true when
+// the socket took all of it; otherwise the rest has been copied to the
+// connection's netpoll writer, to be flushed by the caller's goroutine.
+func (r *rawConn) send() (bool, error) {
+	defer func() {
+		clear(r.iov)
+		r.iov = r.iov[:0]
+	}()
+	iov := r.iov
+	for len(iov) > 0 {
+		n, want, err := r.sendmsg(iov[:min(len(iov), maxIovecs)])
+		if err != nil {
+			return false, err
+		}
+		for left := n; left > 0; {
+			if left < len(iov[0]) {
+				iov[0] = iov[0][left:]
+				break
+			}
+			left -= len(iov[0])
+			iov = iov[1:]
+		}
+		for len(iov) > 0 && len(iov[0]) == 0 {
+			iov = iov[1:]
+		}
+		if n < want {
+			break // the socket is full
+		}
+	}
+	if len(iov) == 0 {
+		return true, nil
+	}
+	w := r.conn.Writer()
+	for _, b := range iov {
+		buf, err := w.Malloc(len(b))
+		if err != nil {
+			return false, err
+		}
+		copy(buf, b)
+	}
+	return false, nil
+}
+
+// sendmsg writes one chunk of slices and returns the bytes the socket
+// took (0 when it is full) and the bytes offered.
+func (r *rawConn) sendmsg(chunk [][]byte) (n, want int, err error) {
+	r.vecs = r.vecs[:0]
+	for _, b := range chunk {
+		if len(b) > 0 {
+			v := unix.Iovec{Base: &b[0]}
+			v.SetLen(len(b))
+			r.vecs = append(r.vecs, v)
+			want += len(b)
+		}
+	}
+	if want == 0 {
+		return 0, 0, nil
+	}
+	var msg unix.Msghdr
+	msg.Iov = &r.vecs[0]
+	msg.SetIovlen(len(r.vecs))
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if r.gone {
+		return 0, want, errGone
+	}
+	for {
+		sent, _, errno := unix.RawSyscall(unix.SYS_SENDMSG, uintptr(r.fd), uintptr(unsafe.Pointer(&msg)), unix.MSG_NOSIGNAL)
+		switch errno {
+		case 0:
+			return int(sent), want, nil
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN:
+			return 0, want, nil
+		default:
+			return 0, want, errno
+		}
+	}
+}

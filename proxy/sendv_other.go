@@ -1,0 +1,13 @@
+//go:build !linux
+
+package proxy
+
+import "github.com/cloudwego/netpoll"
+
+// rawConn writes a socket directly; only Linux has it, elsewhere every
+// batch goes through netpoll's writer in the goroutine pool.
+type rawConn struct{ iov [][]byte }
+
+func newRawConn(netpoll.Connection) *rawConn { return nil }
+
+func (*rawConn) send() (bool, error) { panic("raw sends are Linux only") }
