@@ -1,9 +1,13 @@
 package proxy
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
+	"io"
 	"net"
+	"runtime/pprof"
+	"sync"
 	"testing"
 	"time"
 
@@ -26,7 +30,7 @@ func serialRoundTrips(t *testing.T, env *testEnv, n int) {
 		}
 		f, err := readFrame(c)
 		if err != nil {
-			t.Fatalf("response %d: %v", i, err)
+			t.Fatalf("response %d: %v\nkproxy's log:\n%s", i, err, env.logs)
 		}
 		if got := corrOf(f); got != int32(i) {
 			t.Fatalf("response %d has correlation id %d", i, got)
@@ -149,5 +153,73 @@ func TestSetUpstreamContextReachesTheRunner(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("the handler never ran")
+	}
+}
+
+// Pairs closed from other goroutines (Drain's deadline, the overflow
+// sweep, the other side's close callback) while their batches run on the
+// poller must not hang it: netpoll finishes such a close inside the task,
+// which on the poller would wait for itself.
+func TestClosingPairsWhileTheyRelayOnThePoller(t *testing.T) {
+	up := startFakeUpstream(t, func(c net.Conn, f []byte) { echoResponse(c, f, []byte{0, 0}) })
+	env := startProxy(t, up.addr())
+	var batch []byte
+	for i := 0; i < 8; i++ {
+		batch = append(batch, apiVersionsV0(int32(i))...)
+	}
+	stop := time.Now().Add(1500 * time.Millisecond)
+	var wg sync.WaitGroup
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(stop) {
+				c, err := net.Dial("tcp", env.addr)
+				if err != nil {
+					continue
+				}
+				go io.Copy(io.Discard, c)
+				c.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+				for k := 0; k < 20; k++ {
+					if _, err := c.Write(batch); err != nil {
+						break
+					}
+					time.Sleep(100 * time.Microsecond)
+				}
+				c.Close()
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for time.Now().Before(stop) {
+			env.srv.mu.Lock()
+			var live []*pair
+			for p := range env.srv.pairs {
+				live = append(live, p)
+			}
+			env.srv.mu.Unlock()
+			for _, p := range live {
+				p.close("test", nil)
+			}
+			time.Sleep(3 * time.Millisecond)
+		}
+	}()
+	wg.Wait()
+	if got := batches(env, batchRequests, onPoller); got == 0 {
+		t.Fatal("no batch ran on the poller; the test did not test anything")
+	}
+	// Every poller still serves: new connections land on each in turn.
+	for i := 0; i < 8; i++ {
+		c := dialRaw(t, env.addr)
+		c.SetDeadline(time.Now().Add(3 * time.Second))
+		c.Write(apiVersionsV0(7))
+		if f, err := readFrame(c); err != nil || corrOf(f) != 7 {
+			var dump bytes.Buffer
+			pprof.Lookup("goroutine").WriteTo(&dump, 1)
+			t.Fatalf("connection %d after the closes: %v\ngoroutines:\n%s", i, err, dump.String())
+		}
+		c.Close()
 	}
 }

@@ -39,9 +39,14 @@ type pair struct {
 	// poller (nil if a connection has no fd). inClient and inUpstream are
 	// set by runTask while it runs that side's handler on the poller;
 	// upHanded and clientHanded tell it a goroutine now owns the writer.
-	up, cli                *rawConn
-	inClient, inUpstream   bool
-	upHanded, clientHanded bool
+	up, cli *rawConn
+	// clientTask and upstreamTask are held while that side's task runs on
+	// the poller. close takes both before closing the connections: netpoll
+	// finishes a close that lands during a task inside the task, and on
+	// the poller that spins forever (the poller still holds the operator).
+	clientTask, upstreamTask sync.Mutex
+	inClient, inUpstream     bool
+	upHanded, clientHanded   bool
 
 	// Owned by the client handler: the policy state of this connection,
 	// the client id as a string (a client keeps one), and the time until
@@ -55,7 +60,10 @@ type pair struct {
 
 	draining atomic.Bool
 	closed   atomic.Bool
-	done     chan struct{}
+	// failing is set when a batch on the poller failed: the pair is being
+	// closed from a goroutine, and nothing more is relayed meanwhile.
+	failing atomic.Bool
+	done    chan struct{}
 	// blocked counts the pair's relays waiting on a flush, a full table or
 	// a throttle; only such pairs can fall behind netpoll's reads, so only
 	// they are swept for overflow.
@@ -149,8 +157,12 @@ func (p *pair) close(reason string, err error) bool {
 	if !p.closed.CompareAndSwap(false, true) {
 		return false
 	}
+	p.clientTask.Lock()
+	p.upstreamTask.Lock()
 	p.client.Close()
 	p.upstream.Close()
+	p.upstreamTask.Unlock()
+	p.clientTask.Unlock()
 	left := p.table.Close()
 	for _, e := range left {
 		p.s.tracer.Fail(e.Span, "kproxy.connection_closed")
@@ -190,6 +202,17 @@ func (p *pair) recoverPanic(side string, c netpoll.Connection) {
 }
 
 func (p *pair) abandonPanic(c netpoll.Connection) {
+	p.failing.Store(true)
+	// The batch's slices point into the input about to be released.
+	for _, rc := range []*rawConn{p.up, p.cli} {
+		if rc != nil {
+			clear(rc.iov)
+			rc.iov = rc.iov[:0]
+		}
+	}
+	if p.inUpstream {
+		p.failEnding()
+	}
 	r := c.Reader()
 	_ = r.Skip(r.Len())
 	r.Release()

@@ -27,8 +27,7 @@ func (p *pair) relayRequestsInline(r netpoll.Reader) {
 		if all, err = p.up.send(); err != nil {
 			err = errUpstreamWrite{err}
 		} else if !all {
-			p.upHanded = true
-			go p.finishSend(w, &p.upMu, "client", func(err error) error { return errUpstreamWrite{err} })
+			p.upHanded = true // runTask hands upMu to a goroutine that flushes w
 		}
 	}
 	if err != nil {
@@ -60,8 +59,7 @@ func (p *pair) relayResponsesInline(r netpoll.Reader) {
 		if all, err = p.cli.send(); err != nil {
 			err = errClientWrite{err}
 		} else if !all {
-			p.clientHanded = true
-			go p.finishSend(w, &p.wmu, "upstream", func(err error) error { return errClientWrite{err} })
+			p.clientHanded = true // runTask hands wmu to a goroutine that flushes w
 		}
 	}
 	if err != nil {
@@ -80,19 +78,21 @@ func (p *pair) relayResponsesInline(r netpoll.Reader) {
 }
 
 // finishSend flushes what a raw send left in w, from a goroutine since it
-// may wait for the peer, then lets the next writer in.
+// may wait for the peer, then lets the next writer in. On error the pair
+// is closed first, so no one writes behind a remainder netpoll still holds.
 func (p *pair) finishSend(w netpoll.Writer, owner interface{ Unlock() }, side string, wrap func(error) error) {
-	err := p.flush(w)
-	owner.Unlock()
-	if err != nil {
+	if err := p.flush(w); err != nil {
 		p.closeOnError(side, wrap(err))
 	}
+	owner.Unlock()
 }
 
 // abandon ends an inline batch that failed. The input left is dropped, or
-// netpoll would call the handler again for it, and the pair is closed from
-// another goroutine: closing a connection from its poller can hang it.
+// netpoll would call the handler again for it; the pair is marked failing
+// at once, so nothing more is relayed, and closed from another goroutine,
+// since closing a connection from its poller can hang it.
 func (p *pair) abandon(r netpoll.Reader, side string, err error) {
+	p.failing.Store(true)
 	_ = r.Skip(r.Len())
 	r.Release()
 	go p.closeOnError(side, err)

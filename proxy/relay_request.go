@@ -36,6 +36,11 @@ func (p *pair) onClient(_ context.Context, c netpoll.Connection) error {
 	}
 	p.upMu.Lock() // a raw send handed to a goroutine finishes first
 	defer p.upMu.Unlock()
+	if p.failing.Load() { // a batch on the poller failed; the pair is closing
+		_ = r.Skip(r.Len())
+		r.Release()
+		return nil
+	}
 	for {
 		if p.draining.Load() {
 			// Send nothing new; the response side closes the pair when
@@ -50,20 +55,24 @@ func (p *pair) onClient(_ context.Context, c netpoll.Connection) error {
 			p.closeOnError("client", errOverflow)
 			return nil
 		}
-		if d := p.muted(time.Now()); d > 0 && !nextExempt(r) {
-			// Throttled: like a broker, stop reading this client until
-			// the delay has passed (heartbeats excepted).
-			p.blocked.Add(1)
-			time.Sleep(min(d, backpressurePoll))
-			p.blocked.Add(-1)
-			if p.closed.Load() {
-				return nil
+		if p.mutedUntil != 0 {
+			if d := p.muted(time.Now()); d <= 0 {
+				p.mutedUntil = 0 // over: batches may go on the poller again
+			} else if !nextExempt(r) {
+				// Throttled: like a broker, stop reading this client
+				// until the delay has passed (heartbeats excepted).
+				p.blocked.Add(1)
+				time.Sleep(min(d, backpressurePoll))
+				p.blocked.Add(-1)
+				if p.closed.Load() {
+					return nil
+				}
+				if !c.IsActive() { // netpoll runs no close callback while we hold the handler
+					p.close(reasonClientClosed, nil)
+					return nil
+				}
+				continue
 			}
-			if !c.IsActive() { // netpoll runs no close callback while we hold the handler
-				p.close(reasonClientClosed, nil)
-				return nil
-			}
-			continue
 		}
 		if err := p.relayRequests(r); err != nil {
 			p.closeOnError("client", err)
@@ -171,7 +180,9 @@ func (p *pair) forward(frame []byte, r netpoll.Reader, w netpoll.Writer) error {
 			}
 		}
 	}
-	if eng := p.s.policies.Load(); !eng.Empty() {
+	// A batch on the poller was checked with no rules loaded; a reload
+	// applies from the next batch.
+	if eng := p.s.policies.Load(); !p.inClient && !eng.Empty() {
 		if p.clientID != string(h.ClientID) {
 			p.clientID = string(h.ClientID)
 		}

@@ -21,6 +21,11 @@ func (p *pair) onUpstream(_ context.Context, c netpoll.Connection) error {
 		p.relayResponsesInline(r)
 		return nil
 	}
+	if p.failing.Load() { // a batch on the poller failed; the pair is closing
+		_ = r.Skip(r.Len())
+		r.Release()
+		return nil
+	}
 	for {
 		if r.Len() > p.s.cfg.MaxUnreadBytes {
 			p.closeOnError("upstream", errOverflow)

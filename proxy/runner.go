@@ -3,7 +3,9 @@ package proxy
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"reflect"
+	"runtime/debug"
 	"unsafe"
 
 	"github.com/bytedance/gopkg/util/gopool"
@@ -25,52 +27,84 @@ const inlineMaxBytes = 64 << 10
 func runTask(ctx context.Context, f func()) {
 	if p, ok := ctx.Value(pairKey{}).(*pair); ok && p.clientInline() {
 		p.inClient = true
-		f()
+		p.runInline(f)
 		p.inClient = false
 		if p.upHanded {
-			p.upHanded = false // the goroutine flushing the rest unlocks upMu
+			// A goroutine flushes what the socket did not take, and
+			// lets go of upMu when done; started only now, so nothing
+			// on the poller touches what upMu guards after it.
+			p.upHanded = false
+			go p.finishSend(p.upstream.Writer(), &p.upMu, "client", func(err error) error { return errUpstreamWrite{err} })
 		} else {
 			p.upMu.Unlock()
 		}
+		p.clientTask.Unlock()
 		return
 	}
 	if p, ok := ctx.Value(upstreamKey{}).(*pair); ok && p.upstreamInline() {
 		p.inUpstream = true
-		f()
+		p.runInline(f)
 		p.inUpstream = false
 		if p.clientHanded {
-			p.clientHanded = false // the goroutine flushing the rest unlocks wmu
+			p.clientHanded = false // as above, for wmu
+			go p.finishSend(p.client.Writer(), &p.wmu, "upstream", func(err error) error { return errClientWrite{err} })
 		} else {
 			p.wmu.Unlock()
 		}
+		p.upstreamTask.Unlock()
 		return
 	}
 	gopool.CtxGo(ctx, f)
 }
 
+// runInline runs a task on the poller. The handlers recover their own
+// panics; one from netpoll's task code would otherwise take down the
+// poller, and every connection on it, so it closes this pair instead.
+func (p *pair) runInline(f func()) {
+	defer func() {
+		if r := recover(); r != nil {
+			p.log.Error().Interface("panic", r).Bytes("stack", debug.Stack()).Msg("task on the poller panicked")
+			p.failing.Store(true)
+			go p.close("panic", errors.New("task on the poller panicked"))
+		}
+	}()
+	f()
+}
+
 // clientInline reports whether the client's buffered requests can be
-// relayed on the poller, and if so takes the upstream writer.
+// relayed on the poller, and if so takes clientTask and the upstream
+// writer.
 func (p *pair) clientInline() bool {
-	if !p.s.inline || p.up == nil || p.closed.Load() || p.draining.Load() || p.mutedUntil != 0 || !p.s.policies.Load().Empty() {
+	if !p.s.inline || p.up == nil || p.failing.Load() || p.draining.Load() || p.mutedUntil != 0 || !p.s.policies.Load().Empty() {
 		return false
 	}
 	k, ok := wholeFrames(p.client.Reader(), p.s.framing.MaxRequestBytes)
-	if !ok || p.table.Len()+k > p.s.table.MaxInFlight {
+	if !ok || p.table.Len()+k > p.s.table.MaxInFlight || !p.clientTask.TryLock() {
 		return false
 	}
-	return p.upMu.TryLock()
+	// Checked under clientTask: close sets closed before it waits for it.
+	if p.closed.Load() || !p.upMu.TryLock() {
+		p.clientTask.Unlock()
+		return false
+	}
+	return true
 }
 
 // upstreamInline reports whether the upstream's buffered responses can be
-// relayed on the poller, and if so takes the client writer.
+// relayed on the poller, and if so takes upstreamTask and the client
+// writer.
 func (p *pair) upstreamInline() bool {
-	if !p.s.inline || p.cli == nil || p.closed.Load() {
+	if !p.s.inline || p.cli == nil || p.failing.Load() {
 		return false
 	}
-	if _, ok := wholeFrames(p.upstream.Reader(), p.s.framing.MaxResponseBytes); !ok {
+	if _, ok := wholeFrames(p.upstream.Reader(), p.s.framing.MaxResponseBytes); !ok || !p.upstreamTask.TryLock() {
 		return false
 	}
-	return p.wmu.TryLock()
+	if p.closed.Load() || !p.wmu.TryLock() {
+		p.upstreamTask.Unlock()
+		return false
+	}
+	return true
 }
 
 // wholeFrames counts the frames buffered in r and reports whether they are
