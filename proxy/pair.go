@@ -63,6 +63,11 @@ type pair struct {
 	// failing is set when a batch on the poller failed: the pair is being
 	// closed from a goroutine, and nothing more is relayed meanwhile.
 	failing atomic.Bool
+	// upReady is set once the upstream's handler is installed. netpoll
+	// runs a task at once from SetOnRequest if input is already there,
+	// on the caller's goroutine, not a poller, so only tasks after that
+	// may run inline.
+	upReady atomic.Bool
 	done    chan struct{}
 	// blocked counts the pair's relays waiting on a flush, a full table or
 	// a throttle; only such pairs can fall behind netpoll's reads, so only
@@ -124,6 +129,7 @@ func (s *Server) onConnect(ctx context.Context, client netpoll.Connection) conte
 		})
 	}
 	up.SetOnRequest(p.onUpstream)
+	p.upReady.Store(true)
 	p.log.Info().Msg("connection opened")
 	return context.WithValue(ctx, pairKey{}, p)
 }
@@ -193,26 +199,24 @@ func (p *pair) close(reason string, err error) bool {
 func (p *pair) recoverPanic(side string, c netpoll.Connection) {
 	if r := recover(); r != nil {
 		p.log.Error().Str("side", side).Interface("panic", r).Bytes("stack", debug.Stack()).Msg("relay panicked")
-		if p.inClient || p.inUpstream {
-			p.abandonPanic(c)
-			return
+		switch {
+		case side == "client" && p.inClient:
+			p.abandonPanic(c, p.up)
+		case side == "upstream" && p.inUpstream:
+			p.failEnding()
+			p.abandonPanic(c, p.cli)
+		default:
+			p.close("panic", errors.New("relay panicked"))
 		}
-		p.close("panic", errors.New("relay panicked"))
 	}
 }
 
-func (p *pair) abandonPanic(c netpoll.Connection) {
+// abandonPanic ends a batch on the poller whose handler panicked: out's
+// slices point into the input about to be released.
+func (p *pair) abandonPanic(c netpoll.Connection, out *rawConn) {
 	p.failing.Store(true)
-	// The batch's slices point into the input about to be released.
-	for _, rc := range []*rawConn{p.up, p.cli} {
-		if rc != nil {
-			clear(rc.iov)
-			rc.iov = rc.iov[:0]
-		}
-	}
-	if p.inUpstream {
-		p.failEnding()
-	}
+	clear(out.iov)
+	out.iov = out.iov[:0]
 	r := c.Reader()
 	_ = r.Skip(r.Len())
 	r.Release()

@@ -3,9 +3,7 @@ package proxy
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"reflect"
-	"runtime/debug"
 	"unsafe"
 
 	"github.com/bytedance/gopkg/util/gopool"
@@ -23,11 +21,13 @@ const inlineMaxBytes = 64 << 10
 // taken only when the batch cannot block: whole frames only, room in the
 // in-flight table, no rule that could throttle or answer, and the writer
 // free. Everything else (partial frames, policies, back-pressure,
-// throttling, draining) runs in the pool as before.
+// throttling, draining) runs in the pool as before. A handler on the
+// poller must not panic past its own recover: netpoll would then close the
+// connection on the poller, which waits for itself.
 func runTask(ctx context.Context, f func()) {
 	if p, ok := ctx.Value(pairKey{}).(*pair); ok && p.clientInline() {
 		p.inClient = true
-		p.runInline(f)
+		f()
 		p.inClient = false
 		if p.upHanded {
 			// A goroutine flushes what the socket did not take, and
@@ -43,7 +43,7 @@ func runTask(ctx context.Context, f func()) {
 	}
 	if p, ok := ctx.Value(upstreamKey{}).(*pair); ok && p.upstreamInline() {
 		p.inUpstream = true
-		p.runInline(f)
+		f()
 		p.inUpstream = false
 		if p.clientHanded {
 			p.clientHanded = false // as above, for wmu
@@ -55,20 +55,6 @@ func runTask(ctx context.Context, f func()) {
 		return
 	}
 	gopool.CtxGo(ctx, f)
-}
-
-// runInline runs a task on the poller. The handlers recover their own
-// panics; one from netpoll's task code would otherwise take down the
-// poller, and every connection on it, so it closes this pair instead.
-func (p *pair) runInline(f func()) {
-	defer func() {
-		if r := recover(); r != nil {
-			p.log.Error().Interface("panic", r).Bytes("stack", debug.Stack()).Msg("task on the poller panicked")
-			p.failing.Store(true)
-			go p.close("panic", errors.New("task on the poller panicked"))
-		}
-	}()
-	f()
 }
 
 // clientInline reports whether the client's buffered requests can be
@@ -94,7 +80,7 @@ func (p *pair) clientInline() bool {
 // relayed on the poller, and if so takes upstreamTask and the client
 // writer.
 func (p *pair) upstreamInline() bool {
-	if !p.s.inline || p.cli == nil || p.failing.Load() {
+	if !p.s.inline || p.cli == nil || !p.upReady.Load() || p.failing.Load() {
 		return false
 	}
 	if _, ok := wholeFrames(p.upstream.Reader(), p.s.framing.MaxResponseBytes); !ok || !p.upstreamTask.TryLock() {
