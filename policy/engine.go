@@ -79,6 +79,8 @@ type Engine struct {
 	// frames above it are checked from their header, before the body is
 	// read (see CheckOversize). 0 when there is none.
 	minFrame int
+	// throttles is set when some rule can give a Throttle verdict.
+	throttles bool
 }
 
 type rule struct {
@@ -154,12 +156,20 @@ func New(c Config, m *Metrics) *Engine {
 			m.rejected.WithLabelValues(r.Name), m.logged.WithLabelValues(r.Name), m.delay.WithLabelValues(r.Name),
 			m.closed.WithLabelValues(r.Name)}
 		e.rules = append(e.rules, cr)
+		if r.Action == ActionThrottle || r.Action == ActionReject && r.Limits.rates() {
+			e.throttles = true // a rate rule rejects Fetch by throttling it
+		}
 		if l := r.Limits.MaxRequestBytes; l > 0 && !cr.byTopic() && (e.minFrame == 0 || l < e.minFrame) {
 			e.minFrame = l
 		}
 	}
 	return e
 }
+
+// MayThrottle reports whether Check can return Throttle. A relay that
+// cannot pause a client (kproxy's poller path) takes only rule sets that
+// do not.
+func (e *Engine) MayThrottle() bool { return e != nil && e.throttles }
 
 // MaxFrame is the frame size above which CheckOversize must see the
 // request before its body is read; 0 when no rule limits frame sizes.

@@ -13,6 +13,9 @@ import (
 
 	"github.com/cloudwego/netpoll"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kproxy/kproxy/correlate"
 	"github.com/kproxy/kproxy/framing"
@@ -221,5 +224,48 @@ func TestClosingPairsWhileTheyRelayOnThePoller(t *testing.T) {
 			t.Fatalf("connection %d after the closes: %v\ngoroutines:\n%s", i, err, dump.String())
 		}
 		c.Close()
+	}
+}
+
+// A rule set that cannot throttle keeps batches on the poller; kproxy's
+// answers to the requests it refuses are written by a goroutine, and must
+// still come back in request order among the broker's own responses.
+func TestRefusalsOnThePollerKeepOrder(t *testing.T) {
+	env := startKfake(t, []kfake.Opt{kfake.SeedTopics(1, "secret", "public")})
+	applyPolicies(t, env, denySecret)
+	c := dialRaw(t, env.addr)
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	const n = 40
+	topic := func(i int) string {
+		if i%3 == 1 {
+			return "secret"
+		}
+		return "public"
+	}
+	for round := 0; round < 5; round++ {
+		var batch []byte
+		for i := 0; i < n; i++ {
+			batch = append(batch, encodeRequest(produceRequest(7, 1, topic(i)), int32(round*n+i))...)
+		}
+		if _, err := c.Write(batch); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < n; i++ {
+			f, err := readFrame(c)
+			if err != nil {
+				t.Fatalf("round %d, response %d: %v\nkproxy's log:\n%s", round, i, err, env.logs)
+			}
+			if got := corrOf(f); got != int32(round*n+i) {
+				t.Fatalf("round %d, response %d has correlation id %d", round, i, got)
+			}
+			resp := decodeResponse(t, f, 0, 7).(*kmsg.ProduceResponse)
+			code := resp.Topics[0].Partitions[0].ErrorCode
+			if want := topic(i) == "secret"; want != (code == kerr.TopicAuthorizationFailed.Code) {
+				t.Fatalf("response %d for %s: error code %d", i, topic(i), code)
+			}
+		}
+	}
+	if got := batches(env, batchRequests, onPoller); got == 0 {
+		t.Errorf("no request batch ran on the poller with a rule set that cannot throttle (pool: %v)", batches(env, batchRequests, inPool))
 	}
 }

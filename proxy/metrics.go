@@ -78,7 +78,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		oversizeAnswered: prometheus.NewCounter(prometheus.CounterOpts{Name: "kproxy_oversize_answered_total",
 			Help: "Requests over a rule's max_request_bytes, dropped as they arrived and answered with an error."}),
 		batches: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kproxy_batches_total",
-			Help: "Batches of frames relayed, by direction and by where: on the poller, or in the goroutine pool (partial frames, policies, back-pressure, linger)."},
+			Help: "Batches of frames relayed, by direction and by where: on the poller, or in the goroutine pool (partial frames, throttling rules, back-pressure, linger)."},
 			[]string{"direction", "where"}),
 	}
 	for _, c := range []prometheus.Collector{m.requests, m.responses, m.latency, m.bytes, m.inFlight, m.open,

@@ -54,7 +54,8 @@ type pair struct {
 	conn       policy.ConnState
 	clientID   string
 	mutedUntil int64
-	in         tally // the requests of the batch being relayed
+	batchRules *policy.Engine // the rules an inline batch was admitted with
+	in         tally          // the requests of the batch being relayed
 
 	out tally // the responses of the batch being written; used under wmu
 

@@ -180,9 +180,13 @@ func (p *pair) forward(frame []byte, r netpoll.Reader, w netpoll.Writer) error {
 			}
 		}
 	}
-	// A batch on the poller was checked with no rules loaded; a reload
-	// applies from the next batch.
-	if eng := p.s.policies.Load(); !p.inClient && !eng.Empty() {
+	eng := p.s.policies.Load()
+	if p.inClient {
+		// A batch on the poller keeps the rules it was admitted with
+		// (none that throttle); a reload applies from the next batch.
+		eng = p.batchRules
+	}
+	if !eng.Empty() {
 		if p.clientID != string(h.ClientID) {
 			p.clientID = string(h.ClientID)
 		}
@@ -251,6 +255,18 @@ func (p *pair) queueAnswer(req kmsg.Request, e correlate.Entry, v policy.Verdict
 	}
 	p.log.Debug().Str("rule", v.Rule).Str("api", framing.Name(e.APIKey)).Int16("error_code", v.Code).Msg("request refused by policy")
 	p.in.apply(p) // count the request before its answer
+	if p.inClient {
+		// The poller must not wait for wmu or the client: a goroutine
+		// writes the answer, unless a response ahead of it does first.
+		go p.writeAnswers()
+		return nil
+	}
+	return p.writeAnswers()
+}
+
+// writeAnswers writes kproxy's own answers now at the head of the table to
+// the client.
+func (p *pair) writeAnswers() error {
 	p.wmu.Lock()
 	defer p.wmu.Unlock()
 	cw := p.client.Writer()

@@ -125,8 +125,13 @@ type ending struct {
 }
 
 // deliver writes one upstream frame to the client in its request's place,
-// followed by any synthetic responses that were queued behind it.
+// with any synthetic responses queued ahead of or behind it.
 func (p *pair) deliver(frame []byte, w netpoll.Writer) error {
+	// Answers kproxy queued ahead of this response go first; one refused
+	// on the poller may not have been written yet.
+	if err := p.writeSynthetic(w); err != nil {
+		return err
+	}
 	e, err := p.table.Pop(frame)
 	if err != nil {
 		return err

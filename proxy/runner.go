@@ -19,9 +19,11 @@ const inlineMaxBytes = 64 << 10
 // Inline is how an event loop like HAProxy works: the thread that was woken
 // relays the bytes, with no wake-up of a second thread per frame. It is
 // taken only when the batch cannot block: whole frames only, room in the
-// in-flight table, no rule that could throttle or answer, and the writer
-// free. Everything else (partial frames, policies, back-pressure,
-// throttling, draining) runs in the pool as before. A handler on the
+// in-flight table, no rule that could throttle, no frame a size rule must
+// judge from its header, and the writer free. Everything else (partial
+// frames, throttling rules, back-pressure, draining) runs in the pool as
+// before. kproxy's own answers to refused requests are written by a
+// goroutine (see queueAnswer). A handler on the
 // poller must not panic past its own recover: netpoll would then close the
 // connection on the poller, which waits for itself.
 func runTask(ctx context.Context, f func()) {
@@ -61,13 +63,24 @@ func runTask(ctx context.Context, f func()) {
 // relayed on the poller, and if so takes clientTask and the upstream
 // writer.
 func (p *pair) clientInline() bool {
-	if !p.s.inline || p.up == nil || p.failing.Load() || p.draining.Load() || p.mutedUntil != 0 || !p.s.policies.Load().Empty() {
+	if !p.s.inline || p.up == nil || p.failing.Load() || p.draining.Load() || p.mutedUntil != 0 {
 		return false
 	}
-	k, ok := wholeFrames(p.client.Reader(), p.s.framing.MaxRequestBytes)
-	if !ok || p.table.Len()+k > p.s.table.MaxInFlight || !p.clientTask.TryLock() {
+	eng := p.s.policies.Load()
+	if eng.MayThrottle() {
+		return false // a throttle pauses the client, which the poller cannot
+	}
+	k, largest, ok := wholeFrames(p.client.Reader(), p.s.framing.MaxRequestBytes)
+	if !ok || p.table.Len()+k > p.s.table.MaxInFlight {
 		return false
 	}
+	if limit := eng.MaxFrame(); limit > 0 && largest > limit {
+		return false // refused frames are judged from their header in the pool
+	}
+	if !p.clientTask.TryLock() {
+		return false
+	}
+	p.batchRules = eng // the rules this batch was admitted with
 	// Checked under clientTask: close sets closed before it waits for it.
 	if p.closed.Load() || !p.upMu.TryLock() {
 		p.clientTask.Unlock()
@@ -83,7 +96,7 @@ func (p *pair) upstreamInline() bool {
 	if !p.s.inline || p.cli == nil || !p.upReady.Load() || p.failing.Load() {
 		return false
 	}
-	if _, ok := wholeFrames(p.upstream.Reader(), p.s.framing.MaxResponseBytes); !ok || !p.upstreamTask.TryLock() {
+	if _, _, ok := wholeFrames(p.upstream.Reader(), p.s.framing.MaxResponseBytes); !ok || !p.upstreamTask.TryLock() {
 		return false
 	}
 	if p.closed.Load() || !p.wmu.TryLock() {
@@ -93,29 +106,29 @@ func (p *pair) upstreamInline() bool {
 	return true
 }
 
-// wholeFrames counts the frames buffered in r and reports whether they are
-// all whole, valid and together no more than inlineMaxBytes. Only the
-// poller adds input, and it is the caller, so the answer holds for the
-// task it is about to run.
-func wholeFrames(r netpoll.Reader, max int) (int, bool) {
+// wholeFrames counts the frames buffered in r, with the largest frame's
+// size, and reports whether they are all whole, valid and together no more
+// than inlineMaxBytes. Only the poller adds input, and it is the caller,
+// so the answer holds for the task it is about to run.
+func wholeFrames(r netpoll.Reader, limit int) (k, largest int, ok bool) {
 	n := r.Len()
 	if n < 4 || n > inlineMaxBytes {
-		return 0, false
+		return 0, 0, false
 	}
 	b, err := r.Peek(n)
 	if err != nil {
-		return 0, false
+		return 0, 0, false
 	}
-	k := 0
 	for len(b) >= 4 {
 		size := int32(binary.BigEndian.Uint32(b))
-		if size < 0 || int(size) > max || int(size) > len(b)-4 {
-			return 0, false // partial or over the limit: the pool path reports it
+		if size < 0 || int(size) > limit || int(size) > len(b)-4 {
+			return 0, 0, false // partial or over the limit: the pool path reports it
 		}
 		b = b[4+size:]
 		k++
+		largest = max(largest, 4+int(size))
 	}
-	return k, len(b) == 0
+	return k, largest, len(b) == 0
 }
 
 // upstreamKey marks the context of a pair's upstream connection.
