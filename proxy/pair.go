@@ -218,8 +218,6 @@ func (p *pair) abandonPanic(c netpoll.Connection, out *rawConn) {
 	p.failing.Store(true)
 	clear(out.iov)
 	out.iov = out.iov[:0]
-	r := c.Reader()
-	_ = r.Skip(r.Len())
-	r.Release()
+	dropInput(c.Reader())
 	go p.close("panic", errors.New("relay panicked"))
 }

@@ -93,8 +93,7 @@ func (p *pair) finishSend(w netpoll.Writer, owner interface{ Unlock() }, side st
 // since closing a connection from its poller can hang it.
 func (p *pair) abandon(r netpoll.Reader, side string, err error) {
 	p.failing.Store(true)
-	_ = r.Skip(r.Len())
-	r.Release()
+	dropInput(r)
 	go p.closeOnError(side, err)
 }
 
@@ -116,4 +115,11 @@ func (p *pair) writeClient(w netpoll.Writer, frame []byte) error {
 	}
 	_, err := w.WriteBinary(frame)
 	return err
+}
+
+// dropInput discards what r holds. A handler that will not relay it must
+// still consume it: netpoll calls the handler again while input remains.
+func dropInput(r netpoll.Reader) {
+	_ = r.Skip(r.Len())
+	r.Release()
 }

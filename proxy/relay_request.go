@@ -37,8 +37,7 @@ func (p *pair) onClient(_ context.Context, c netpoll.Connection) error {
 	p.upMu.Lock() // a raw send handed to a goroutine finishes first
 	defer p.upMu.Unlock()
 	if p.failing.Load() { // a batch on the poller failed; the pair is closing
-		_ = r.Skip(r.Len())
-		r.Release()
+		dropInput(r)
 		return nil
 	}
 	for {

@@ -22,8 +22,7 @@ func (p *pair) onUpstream(_ context.Context, c netpoll.Connection) error {
 		return nil
 	}
 	if p.failing.Load() { // a batch on the poller failed; the pair is closing
-		_ = r.Skip(r.Len())
-		r.Release()
+		dropInput(r)
 		return nil
 	}
 	for {
