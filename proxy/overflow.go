@@ -16,10 +16,32 @@ const overflowSweep = 10 * time.Millisecond
 // reading) cannot check its other side's unread input, which netpoll keeps
 // growing, so it is marked for the overflow sweep meanwhile.
 func (p *pair) flush(w netpoll.Writer) error {
-	p.blocked.Add(1)
-	defer p.blocked.Add(-1)
+	p.waitStart()
+	defer p.waitEnd()
 	return w.Flush()
 }
+
+// waitStart marks one of the pair's relays as waiting (a flush, a full
+// table, a throttle) and puts the pair on the sweep's list if it is not
+// there yet. The list keeps the sweep's cost to the pairs that wait:
+// walking every pair each sweep cost 16% of a core with 9,900 idle
+// clients. A pair leaves the list at a sweep that finds it not waiting.
+func (p *pair) waitStart() {
+	p.blocked.Add(1)
+	if p.swept.Load() {
+		return
+	}
+	s := p.s
+	s.waitMu.Lock()
+	if !p.swept.Load() {
+		p.swept.Store(true)
+		s.waiting = append(s.waiting, p)
+	}
+	s.waitMu.Unlock()
+}
+
+// waitEnd ends a wait begun by waitStart.
+func (p *pair) waitEnd() { p.blocked.Add(-1) }
 
 // overflowing is a pair to close and the side that outran it.
 type overflowing struct {
@@ -27,8 +49,8 @@ type overflowing struct {
 	side string
 }
 
-// watchOverflow closes each blocked pair whose unread input on either side
-// has passed max_unread_bytes; a relay that is not blocked checks this
+// watchOverflow closes each waiting pair whose unread input on either side
+// has passed max_unread_bytes; a relay that is not waiting checks this
 // itself between batches. Without it one client flooding an upstream that
 // has stopped reading grows memory until write_timeout.
 func (s *Server) watchOverflow() {
@@ -41,23 +63,46 @@ func (s *Server) watchOverflow() {
 			return
 		case <-t.C:
 		}
-		s.mu.Lock()
-		for p := range s.pairs {
-			if p.blocked.Load() == 0 {
-				continue
-			}
-			switch {
-			case p.client.Reader().Len() > s.cfg.MaxUnreadBytes:
-				over = append(over, overflowing{p, "client"})
-			case p.upstream.Reader().Len() > s.cfg.MaxUnreadBytes:
-				over = append(over, overflowing{p, "upstream"})
-			}
-		}
-		s.mu.Unlock()
+		over = s.sweepWaiting(over)
 		for _, o := range over {
 			o.p.closeOnError(o.side, errOverflow)
 		}
 		clear(over)
 		over = over[:0]
 	}
+}
+
+// sweepWaiting drops the pairs that no longer wait from the list and adds
+// to over those still waiting whose unread input has passed the bound.
+//
+// A pair is dropped only if, after its mark is cleared, it is still seen
+// not waiting: a relay that starts waiting meanwhile either saw the mark
+// (and so added to blocked before this check) or lists the pair again
+// under waitMu once this sweep lets go of it.
+func (s *Server) sweepWaiting(over []overflowing) []overflowing {
+	s.waitMu.Lock()
+	defer s.waitMu.Unlock()
+	kept := s.waiting[:0]
+	for _, p := range s.waiting {
+		if p.blocked.Load() == 0 {
+			p.swept.Store(false)
+			if p.blocked.Load() == 0 {
+				continue
+			}
+			p.swept.Store(true)
+		}
+		kept = append(kept, p)
+		if p.closed.Load() {
+			continue
+		}
+		switch {
+		case p.client.Reader().Len() > s.cfg.MaxUnreadBytes:
+			over = append(over, overflowing{p, "client"})
+		case p.upstream.Reader().Len() > s.cfg.MaxUnreadBytes:
+			over = append(over, overflowing{p, "upstream"})
+		}
+	}
+	clear(s.waiting[len(kept):])
+	s.waiting = kept
+	return over
 }

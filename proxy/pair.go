@@ -74,6 +74,8 @@ type pair struct {
 	// a throttle; only such pairs can fall behind netpoll's reads, so only
 	// they are swept for overflow.
 	blocked atomic.Int32
+	// swept is set while the pair is on the overflow sweep's list.
+	swept atomic.Bool
 
 	requests, responses atomic.Int64
 	bytesIn, bytesOut   atomic.Int64

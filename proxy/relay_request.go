@@ -60,9 +60,9 @@ func (p *pair) onClient(_ context.Context, c netpoll.Connection) error {
 			} else if !nextExempt(r) {
 				// Throttled: like a broker, stop reading this client
 				// until the delay has passed (heartbeats excepted).
-				p.blocked.Add(1)
+				p.waitStart()
 				time.Sleep(min(d, backpressurePoll))
-				p.blocked.Add(-1)
+				p.waitEnd()
 				if p.closed.Load() {
 					return nil
 				}
@@ -445,9 +445,9 @@ func (p *pair) push(e correlate.Entry, r netpoll.Reader, w netpoll.Writer) (int3
 		return 0, errUpstreamWrite{err}
 	}
 	for {
-		p.blocked.Add(1)
+		p.waitStart()
 		err := p.table.WaitRoom(backpressurePoll)
-		p.blocked.Add(-1)
+		p.waitEnd()
 		switch err {
 		case nil:
 			return p.push(e, r, w)

@@ -41,6 +41,10 @@ type Server struct {
 	pairs map[*pair]struct{}
 	idle  chan struct{} // closed when draining and the last pair closes
 
+	// waiting lists the pairs the overflow sweep checks (see waitStart).
+	waitMu  sync.Mutex
+	waiting []*pair
+
 	stop      chan struct{} // closed when the event loop stops
 	stopOnce  sync.Once
 	watchOnce sync.Once

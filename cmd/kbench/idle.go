@@ -24,7 +24,8 @@ type idleConfig struct {
 // idleResult is what an idle run measured.
 type idleResult struct {
 	Opened          int
-	Before, Holding int64 // RSS of the measured process, bytes
+	Before, Holding int64         // RSS of the measured process, bytes
+	HoldCPU         time.Duration // CPU the process used while they were held
 }
 
 // runIdle opens the connections with a few dialers at once (a proxy's
@@ -78,7 +79,16 @@ func runIdle(cfg idleConfig) (idleResult, error) {
 	if firstErr != nil {
 		return res, firstErr
 	}
+	cpu0, err := processCPU(cfg.PID)
+	if err != nil {
+		return res, err
+	}
 	time.Sleep(cfg.Hold) // let the proxy settle (GC, freed dial state)
+	cpu1, err := processCPU(cfg.PID)
+	if err != nil {
+		return res, err
+	}
+	res.HoldCPU = cpu1 - cpu0
 	res.Holding, err = processRSS(cfg.PID)
 	return res, err
 }
@@ -124,6 +134,8 @@ func idleCmd(args []string) error {
 		per := float64(res.Holding-res.Before) / float64(max(res.Opened, 1))
 		fmt.Printf("  pid %d RSS: %s before, %s holding them (%.1f KiB per connection)\n",
 			cfg.PID, mib(res.Before), mib(res.Holding), per/1024)
+		fmt.Printf("  pid %d CPU while holding them: %v in %v (%.2f%% of one core)\n",
+			cfg.PID, res.HoldCPU.Round(time.Millisecond), cfg.Hold, 100*res.HoldCPU.Seconds()/cfg.Hold.Seconds())
 	}
 	return err
 }

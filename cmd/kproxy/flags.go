@@ -60,14 +60,18 @@ func (o *options) load() (config.File, *yaml.Node, error) {
 			return f, nil, err
 		}
 	}
-	set := func(dst *string, v string) {
-		if v != "" {
+	given := map[string]bool{}
+	o.fs.Visit(func(fl *flag.Flag) { given[fl.Name] = true })
+	// A flag on the command line wins even when empty: --admin "" turns the
+	// admin server off, as admin.listen: "" does in the file.
+	set := func(name string, dst *string, v string) {
+		if given[name] {
 			*dst = v
 		}
 	}
-	set(&f.Proxy.Listen, o.listen)
-	set(&f.Proxy.Upstream, o.upstream)
-	set(&f.Admin.Listen, o.admin)
-	set(&f.Log.Level, o.logLevel)
+	set("listen", &f.Proxy.Listen, o.listen)
+	set("upstream", &f.Proxy.Upstream, o.upstream)
+	set("admin", &f.Admin.Listen, o.admin)
+	set("log-level", &f.Log.Level, o.logLevel)
 	return f, root, nil
 }

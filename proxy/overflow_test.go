@@ -1,0 +1,73 @@
+package proxy
+
+import (
+	"slices"
+	"sync"
+	"testing"
+)
+
+// TestWaitingPairsStayListedWhileTheyWait: the overflow sweep only checks
+// the pairs on its list, so a pair must be on it for as long as one of its
+// relays waits, however the sweeps and the waits interleave, and must leave
+// it once nothing waits (an idle pair costs the sweep nothing).
+func TestWaitingPairsStayListedWhileTheyWait(t *testing.T) {
+	s := &Server{}
+	listed := func(p *pair) bool {
+		s.waitMu.Lock()
+		defer s.waitMu.Unlock()
+		return slices.Contains(s.waiting, p)
+	}
+	pairs := make([]*pair, 4)
+	for i := range pairs {
+		pairs[i] = &pair{s: s}
+		pairs[i].closed.Store(true) // the sweep reads no connection of a closed pair
+	}
+
+	p := pairs[0]
+	p.waitStart()
+	if s.sweepWaiting(nil); !listed(p) {
+		t.Fatal("a waiting pair left the list")
+	}
+	p.waitEnd()
+	if s.sweepWaiting(nil); listed(p) || p.swept.Load() {
+		t.Fatal("a pair that no longer waits stayed on the list")
+	}
+
+	stop := make(chan struct{})
+	var sweeps sync.WaitGroup
+	sweeps.Add(1)
+	go func() {
+		defer sweeps.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				s.sweepWaiting(nil)
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	for _, p := range pairs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 20000 {
+				p.waitStart()
+				if !listed(p) {
+					t.Errorf("wait %d: the pair is waiting but not on the sweep's list", i)
+					p.waitEnd()
+					return
+				}
+				p.waitEnd()
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	sweeps.Wait()
+	s.sweepWaiting(nil)
+	if len(s.waiting) != 0 {
+		t.Fatalf("%d pairs listed after every wait ended", len(s.waiting))
+	}
+}
