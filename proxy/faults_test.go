@@ -1,10 +1,13 @@
 package proxy
 
 import (
+	"context"
 	"encoding/binary"
+	"errors"
 	"net"
 	"runtime"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -190,7 +193,25 @@ func TestFloodAtStalledUpstreamIsBounded(t *testing.T) {
 // flush; the unread input it piles up meanwhile is still closed at
 // max_unread_bytes, well before write_timeout.
 func TestFloodAtUpstreamThatStopsReadingIsBounded(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	// Both ways a write to the upstream blocks: handed to a goroutine
+	// from the poller, and in the relay's own flush with a linger.
+	for _, linger := range []time.Duration{0, 5 * time.Millisecond} {
+		t.Run("linger="+linger.String(), func(t *testing.T) { floodUpstreamThatStopsReading(t, linger) })
+	}
+}
+
+func floodUpstreamThatStopsReading(t *testing.T, linger time.Duration) {
+	const bound, slack = 1 << 20, 5 << 20
+	// A small receive buffer (inherited by accepted sockets) makes kproxy's
+	// writes block after a few MiB, whatever the host's TCP autotuning.
+	lc := net.ListenConfig{Control: func(_, _ string, rc syscall.RawConn) error {
+		var serr error
+		err := rc.Control(func(fd uintptr) {
+			serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 64<<10)
+		})
+		return errors.Join(err, serr)
+	}}
+	ln, err := lc.Listen(context.Background(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,22 +233,39 @@ func TestFloodAtUpstreamThatStopsReadingIsBounded(t *testing.T) {
 	}()
 	env := startProxy(t, ln.Addr().String(), func(cfg *Config, fc *framing.Config, _ *correlate.Config) {
 		fc.MaxRequestBytes, fc.MaxResponseBytes = 64<<10, 64<<10
-		cfg.MaxUnreadBytes = 1 << 20
+		cfg.MaxUnreadBytes = bound
 		cfg.WriteTimeout = time.Minute
+		cfg.Linger = linger
 	})
 	c := dialRaw(t, env.addr)
-	frame := encodeRequest(produceRequest(7, 0, "flood"), 1)
-	batch := make([]byte, 0, 64<<10)
-	for len(batch)+len(frame) <= cap(batch) {
-		batch = append(batch, frame...)
-	}
+	// 8 KiB frames, two per write: few enough frames that the relay keeps
+	// up with the pacing even under the race detector.
+	req := produceRequest(7, 0, "flood")
+	req.Topics[0].Partitions[0].Records = make([]byte, 8<<10)
+	frame := encodeRequest(req, 1)
+	batch := append(append([]byte(nil), frame...), frame...)
+	// Idle first, long enough for the sweep to find nothing waiting and
+	// sleep: the flood must wake it.
+	time.Sleep(5 * overflowSweep)
 	start := time.Now()
 	c.SetWriteDeadline(start.Add(20 * time.Second))
-	for sent := 0; sent < 1<<30 && err == nil; sent += len(batch) {
+	// The flood is paced (16 KiB a millisecond) so that the relay keeps up
+	// until the socket buffers fill and its write blocks. From then on
+	// only the overflow sweep sees the input grow, so the peak is the bound
+	// plus what arrives in about one sweep. When the sweep slept through
+	// the flood, the input grew past 250 MiB here.
+	peak := watchUnread(t, env.srv)
+	sent := 0
+	for ; sent < 1<<30 && err == nil; sent += len(batch) {
 		_, err = c.Write(batch)
+		time.Sleep(time.Millisecond)
 	}
 	if err == nil {
 		t.Fatal("1 GiB written without kproxy closing the connection")
+	}
+	t.Logf("closed after %d MiB sent; peak unread input %.1f MiB", sent>>20, float64(peak())/(1<<20))
+	if max := peak(); max > bound+slack {
+		t.Fatalf("the client's unread input reached %.1f MiB (bound 1 MiB): the overflow sweep did not close the pair in time", float64(max)/(1<<20))
 	}
 	if d := time.Since(start); d > 10*time.Second {
 		t.Fatalf("closed after %v (write timeout?), want soon after max_unread_bytes", d)
@@ -235,4 +273,34 @@ func TestFloodAtUpstreamThatStopsReadingIsBounded(t *testing.T) {
 	waitFor(t, 2*time.Second, "overflow close counted", func() bool {
 		return testutil.ToFloat64(env.m.overflow.WithLabelValues("client")) == 1
 	})
+}
+
+// watchUnread samples, every millisecond until the test ends, the largest
+// unread client input of any of srv's pairs, and returns a function that
+// reports the peak seen so far.
+func watchUnread(t *testing.T, srv *Server) func() int {
+	var peak atomic.Int64
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			srv.mu.Lock()
+			for p := range srv.pairs {
+				if n := int64(p.client.Reader().Len()); n > peak.Load() {
+					peak.Store(n)
+				}
+			}
+			srv.mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() { close(stop); <-done })
+	return func() int { return int(peak.Load()) }
 }

@@ -36,6 +36,12 @@ func (p *pair) waitStart() {
 	if !p.swept.Load() {
 		p.swept.Store(true)
 		s.waiting = append(s.waiting, p)
+		if len(s.waiting) == 1 {
+			select { // wake a sweep that sleeps on an empty list
+			case s.waitKick <- struct{}{}:
+			default:
+			}
+		}
 	}
 	s.waitMu.Unlock()
 }
@@ -52,9 +58,10 @@ type overflowing struct {
 // watchOverflow closes each waiting pair whose unread input on either side
 // has passed max_unread_bytes; a relay that is not waiting checks this
 // itself between batches. Without it one client flooding an upstream that
-// has stopped reading grows memory until write_timeout.
+// has stopped reading grows memory until write_timeout. While no pair
+// waits it sleeps, so idle kproxy is not woken 100 times a second.
 func (s *Server) watchOverflow() {
-	t := time.NewTicker(overflowSweep)
+	t := time.NewTimer(overflowSweep)
 	defer t.Stop()
 	var over []overflowing
 	for {
@@ -63,7 +70,16 @@ func (s *Server) watchOverflow() {
 			return
 		case <-t.C:
 		}
-		over = s.sweepWaiting(over)
+		var empty bool
+		over, empty = s.sweepWaiting(over)
+		if empty {
+			select {
+			case <-s.stop:
+				return
+			case <-s.waitKick:
+			}
+		}
+		t.Reset(overflowSweep)
 		for _, o := range over {
 			o.p.closeOnError(o.side, errOverflow)
 		}
@@ -73,13 +89,14 @@ func (s *Server) watchOverflow() {
 }
 
 // sweepWaiting drops the pairs that no longer wait from the list and adds
-// to over those still waiting whose unread input has passed the bound.
+// to over those still waiting whose unread input has passed the bound. It
+// reports whether the list is now empty.
 //
 // A pair is dropped only if, after its mark is cleared, it is still seen
 // not waiting: a relay that starts waiting meanwhile either saw the mark
 // (and so added to blocked before this check) or lists the pair again
 // under waitMu once this sweep lets go of it.
-func (s *Server) sweepWaiting(over []overflowing) []overflowing {
+func (s *Server) sweepWaiting(over []overflowing) ([]overflowing, bool) {
 	s.waitMu.Lock()
 	defer s.waitMu.Unlock()
 	kept := s.waiting[:0]
@@ -104,5 +121,11 @@ func (s *Server) sweepWaiting(over []overflowing) []overflowing {
 	}
 	clear(s.waiting[len(kept):])
 	s.waiting = kept
-	return over
+	if len(kept) == 0 {
+		select { // a kick from a pair swept away already is stale
+		case <-s.waitKick:
+		default:
+		}
+	}
+	return over, len(kept) == 0
 }

@@ -42,8 +42,9 @@ type Server struct {
 	idle  chan struct{} // closed when draining and the last pair closes
 
 	// waiting lists the pairs the overflow sweep checks (see waitStart).
-	waitMu  sync.Mutex
-	waiting []*pair
+	waitMu   sync.Mutex
+	waiting  []*pair
+	waitKick chan struct{} // one slot: the list is no longer empty
 
 	stop      chan struct{} // closed when the event loop stops
 	stopOnce  sync.Once
@@ -63,7 +64,8 @@ func New(cfg Config, fr framing.Config, tc correlate.Config, log zerolog.Logger,
 		return nil, fmt.Errorf("max_unread_bytes %d must hold one maximum-size frame (%d)", cfg.MaxUnreadBytes, max)
 	}
 	s := &Server{cfg: cfg, framing: fr, table: tc, log: log, m: m, tracer: tracer, topics: framing.NewTopicIDs(), inline: cfg.Linger == 0,
-		pairs: make(map[*pair]struct{}), idle: make(chan struct{}), stop: make(chan struct{})}
+		pairs: make(map[*pair]struct{}), idle: make(chan struct{}), stop: make(chan struct{}),
+		waitKick: make(chan struct{}, 1)}
 	loop, err := netpoll.NewEventLoop(s.onRequest, netpoll.WithOnConnect(s.onConnect))
 	if err != nil {
 		return nil, err
