@@ -183,21 +183,32 @@ func (e *Engine) MaxFrame() int {
 // CheckOversize decides, from the header alone, whether a request of
 // r.Bytes is refused by a header-only max_request_bytes rule. The relay
 // then drops the body as it arrives instead of buffering it.
+//
+// A request it does not refuse goes on to Check, which counts every rule
+// it matches; so the rules matched here are counted only when the request
+// is refused and Check never sees it, and each request counts once.
 func (e *Engine) CheckOversize(r *Request) Verdict {
+	var seen [8]*rule
+	matched := seen[:0]
 	for _, ru := range e.rules {
 		l := ru.Limits.MaxRequestBytes
 		if l == 0 || r.Bytes <= l || ru.byTopic() || r.Key == framing.KeyFetch || !ru.selects(r, nil) {
 			continue
 		}
-		ru.m.matched.Inc()
-		switch ru.Action {
-		case ActionLog:
-			ru.m.logged.Inc()
-		case ActionReject:
-			ru.m.rejected.Inc()
-			return Verdict{Outcome: Reject, Code: refusalCode(ru, r, nil), Rule: ru.Name,
-				Reason: "request over max_request_bytes of rule " + ru.Name}
+		if ru.Action != ActionReject {
+			matched = append(matched, ru)
+			continue
 		}
+		for _, m := range matched {
+			m.m.matched.Inc()
+			if m.Action == ActionLog {
+				m.m.logged.Inc()
+			}
+		}
+		ru.m.matched.Inc()
+		ru.m.rejected.Inc()
+		return Verdict{Outcome: Reject, Code: refusalCode(ru, r, nil), Rule: ru.Name,
+			Reason: "request over max_request_bytes of rule " + ru.Name}
 	}
 	return Verdict{}
 }

@@ -134,3 +134,41 @@ func TestLogRulesOnlyCount(t *testing.T) {
 		})
 	}
 }
+
+// A request over a log rule's max_request_bytes is seen first by
+// CheckOversize (from its header) and then, unless refused there, by Check:
+// each rule it matches counts it once either way.
+func TestOversizeRequestsCountOnce(t *testing.T) {
+	logBig := Rule{Name: "log-big", Action: ActionLog, Limits: Limits{MaxRequestBytes: 64}}
+	denyBig := Rule{Name: "deny-big", Action: ActionReject, Limits: Limits{MaxRequestBytes: 64}}
+	for _, c := range []struct {
+		name   string
+		rules  []Rule
+		want   Outcome
+		denied float64
+	}{
+		{"log only", []Rule{logBig}, Pass, 0},
+		{"log then refuse", []Rule{logBig, denyBig}, Reject, 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e, m := newEngine(t, c.rules...)
+			call := request(t, produce("orders", "payments", "audit"), "app-1")
+			if call.r.Bytes <= 64 {
+				t.Fatalf("test request is %d bytes, want over 64", call.r.Bytes)
+			}
+			v := e.CheckOversize(call.r)
+			if v.Outcome == Pass {
+				v = call.check(e, t0) // the relay's normal path
+			}
+			if v.Outcome != c.want {
+				t.Fatalf("outcome %d, want %d", v.Outcome, c.want)
+			}
+			if got, logged := count(m.matched, "log-big"), count(m.logged, "log-big"); got != 1 || logged != 1 {
+				t.Fatalf("log-big matched %v and logged %v times, want 1 and 1", got, logged)
+			}
+			if got := count(m.rejected, "deny-big"); got != c.denied {
+				t.Fatalf("deny-big rejected %v, want %v", got, c.denied)
+			}
+		})
+	}
+}
