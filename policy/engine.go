@@ -185,8 +185,8 @@ func (e *Engine) MaxFrame() int {
 // then drops the body as it arrives instead of buffering it.
 //
 // A request it does not refuse goes on to Check, which counts every rule
-// it matches; so the rules matched here are counted only when the request
-// is refused and Check never sees it, and each request counts once.
+// it matches; so the size rules matched here are counted only when the
+// request is refused and Check never sees it. Each counts a request once.
 func (e *Engine) CheckOversize(r *Request) Verdict {
 	var seen [8]*rule
 	matched := seen[:0]

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -29,8 +30,13 @@ func TestWaitingPairsStayListedWhileTheyWait(t *testing.T) {
 		t.Fatal("a waiting pair left the list")
 	}
 	p.waitEnd()
+	for range keepIdleSweeps - 1 {
+		if s.sweepWaiting(nil); !listed(p) {
+			t.Fatal("a pair that waited lately left the list early")
+		}
+	}
 	if s.sweepWaiting(nil); listed(p) || p.swept.Load() {
-		t.Fatal("a pair that no longer waits stayed on the list")
+		t.Fatalf("a pair that has not waited for %d sweeps stayed on the list", keepIdleSweeps)
 	}
 
 	stop := make(chan struct{})
@@ -44,6 +50,7 @@ func TestWaitingPairsStayListedWhileTheyWait(t *testing.T) {
 				return
 			default:
 				s.sweepWaiting(nil)
+				runtime.Gosched()
 			}
 		}
 	}()
@@ -60,13 +67,20 @@ func TestWaitingPairsStayListedWhileTheyWait(t *testing.T) {
 					return
 				}
 				p.waitEnd()
+				// Idle for a while, so that sweeps reach keepIdleSweeps
+				// and drop pairs just as their next wait starts.
+				for range i % 64 {
+					runtime.Gosched()
+				}
 			}
 		}()
 	}
 	wg.Wait()
 	close(stop)
 	sweeps.Wait()
-	s.sweepWaiting(nil)
+	for range keepIdleSweeps {
+		s.sweepWaiting(nil)
+	}
 	if len(s.waiting) != 0 {
 		t.Fatalf("%d pairs listed after every wait ended", len(s.waiting))
 	}

@@ -74,8 +74,11 @@ type pair struct {
 	// a throttle; only such pairs can fall behind netpoll's reads, so only
 	// they are swept for overflow.
 	blocked atomic.Int32
-	// swept is set while the pair is on the overflow sweep's list.
-	swept atomic.Bool
+	// swept is set while the pair is on the overflow sweep's list;
+	// idleSweeps counts the sweeps in a row that found it not waiting
+	// (under Server.waitMu).
+	swept      atomic.Bool
+	idleSweeps int
 
 	requests, responses atomic.Int64
 	bytesIn, bytesOut   atomic.Int64

@@ -44,7 +44,7 @@ type Server struct {
 	// waiting lists the pairs the overflow sweep checks (see waitStart).
 	waitMu   sync.Mutex
 	waiting  []*pair
-	waitKick chan struct{} // one slot: the list is no longer empty
+	waitKick chan struct{} // one slot, made by New: the list is no longer empty
 
 	stop      chan struct{} // closed when the event loop stops
 	stopOnce  sync.Once

@@ -123,8 +123,8 @@ func idleCmd(args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if cfg.Addr == "" || cfg.PID <= 0 || cfg.Conns < 1 {
-		err := fmt.Errorf("--addr, --pid and -n >= 1 are required")
+	if cfg.Addr == "" || cfg.PID <= 0 || cfg.Conns < 1 || cfg.Hold <= 0 {
+		err := fmt.Errorf("--addr, --pid, -n >= 1 and --hold > 0 are required")
 		fmt.Fprintln(fs.Output(), err)
 		return usageError{err}
 	}
