@@ -24,7 +24,7 @@ type Config struct {
 	// between 0 and 1; default 1.
 	SampleRatio *float64 `yaml:"sample_ratio"`
 	// MaxQueueSize bounds spans waiting for export; beyond it spans are
-	// dropped (and counted), never waited for.
+	// dropped (and counted), never waited for, and no new span is built.
 	MaxQueueSize int `yaml:"max_queue_size"`
 	// Links controls trace context taken from produced records.
 	Links LinksConfig `yaml:"links"`

@@ -61,7 +61,8 @@ func newTracer(s settings, version string, exp sdktrace.SpanExporter, reg promet
 		sdktrace.WithSampler(sdktrace.AlwaysSample()),
 		sdktrace.WithSpanProcessor(boundedProcessor{bsp, pending, int64(s.MaxQueueSize), m}),
 	)
-	return &Tracer{on: true, s: s, tp: tp, tr: tp.Tracer("github.com/kproxy/kproxy/tracing"), m: m}, nil
+	return &Tracer{on: true, s: s, tp: tp, tr: tp.Tracer("github.com/kproxy/kproxy/tracing"), m: m,
+		pending: pending, maxPending: int64(s.MaxQueueSize)}, nil
 }
 
 func newExporter(ctx context.Context, s settings) (sdktrace.SpanExporter, error) {

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -24,6 +25,10 @@ type Tracer struct {
 	tp *sdktrace.TracerProvider
 	tr trace.Tracer
 	m  *metrics
+	// pending counts the spans ended and not yet exported; at maxPending
+	// the queue is full (see boundedProcessor).
+	pending    *atomic.Int64
+	maxPending int64
 }
 
 // On reports whether tracing is enabled at all.
@@ -115,6 +120,14 @@ func (t *Tracer) Start(p *Peer, body *framing.Body, upstreamID int32, reqBytes i
 	// A produce may carry a parent to follow instead of the ratio.
 	mayFollow := t.s.Links.ChildOfSingleRecord && t.s.parentBased && h.APIKey == framing.KeyProduce && t.s.Links.Max > 0
 	if !sampled && !mayFollow {
+		return nil
+	}
+	if t.pending.Load() >= t.maxPending {
+		// The export queue is full, so this span would be dropped when it
+		// ends: drop it now, before decoding the body and building it.
+		// With the collector slower than the requests, building spans
+		// only to drop them was most of tracing's cost.
+		t.m.dropped.Inc()
 		return nil
 	}
 	var f facts
