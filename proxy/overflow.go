@@ -77,7 +77,11 @@ func (s *Server) watchOverflow() {
 		case <-t.C:
 		}
 		var empty bool
-		over, empty = s.sweepWaiting(over)
+		over, empty = s.sweepWaiting(over[:0])
+		for _, o := range over {
+			o.p.closeOnError(o.side, errOverflow)
+		}
+		clear(over)
 		if empty {
 			select {
 			case <-s.stop:
@@ -86,11 +90,6 @@ func (s *Server) watchOverflow() {
 			}
 		}
 		t.Reset(overflowSweep)
-		for _, o := range over {
-			o.p.closeOnError(o.side, errOverflow)
-		}
-		clear(over)
-		over = over[:0]
 	}
 }
 
