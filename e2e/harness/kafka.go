@@ -114,9 +114,15 @@ func StartKafka(t testing.TB, version string) *Kafka {
 	if err := os.WriteFile(props, []byte(k.properties()), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// A cluster id that starts with '-' reads as an option to the storage
+	// tool ("--cluster-id: expected one argument"), one time in 64; Kafka's
+	// own random ids skip those, and so does this.
 	id := make([]byte, 16)
-	rand.Read(id)
-	clusterID := base64.RawURLEncoding.EncodeToString(id)
+	clusterID := "-"
+	for clusterID[0] == '-' {
+		rand.Read(id)
+		clusterID = base64.RawURLEncoding.EncodeToString(id)
+	}
 	format := exec.Command(Java(t), append(k.jvmArgs(), "kafka.tools.StorageTool", "format",
 		"-t", clusterID, "-c", props,
 		"--add-scram", fmt.Sprintf("SCRAM-SHA-512=[name=%s,password=%s]", ScramUser, ScramPassword))...)
