@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -111,7 +112,10 @@ func modulePath(gomod string) string {
 }
 
 // FreePorts returns n distinct TCP ports that were free on 127.0.0.1 a
-// moment ago. Another process may still take one before it is used, so
+// moment ago and that no earlier call in this process returned: the
+// kernel hands a port just released out again, and a kproxy's admin port
+// once came back as the Kafka fixture's kproxy port ("address already in
+// use"). Another process may still take one before it is used, so
 // starters retry with new ports when their process fails to come up.
 func FreePorts(t testing.TB, n int) []int {
 	t.Helper()
@@ -122,15 +126,42 @@ func FreePorts(t testing.TB, n int) []int {
 			l.Close()
 		}
 	}()
-	for range n {
+	for len(ports) < n {
+		if len(ls) > n+1000 {
+			t.Fatalf("picking %d free ports: every port offered was handed out before", n)
+		}
+		// Each listener stays open until the end, so the kernel offers a
+		// new port on every turn.
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatalf("picking a free port: %v", err)
 		}
 		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+		if port := l.Addr().(*net.TCPAddr).Port; handOut(port) {
+			ports = append(ports, port)
+		}
 	}
 	return ports
+}
+
+// handedOut holds every port FreePorts has returned in this process.
+var handedOut struct {
+	sync.Mutex
+	ports map[int]bool
+}
+
+// handOut records port as returned, and reports false if it was already.
+func handOut(port int) bool {
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	if handedOut.ports[port] {
+		return false
+	}
+	if handedOut.ports == nil {
+		handedOut.ports = map[int]bool{}
+	}
+	handedOut.ports[port] = true
+	return true
 }
 
 // Env is this process's environment without the variables that would
