@@ -33,34 +33,54 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}
 }
 
-// boundedProcessor drops and counts spans beyond max waiting for export, so
-// ending a span never blocks the relay. (The SDK's batch processor also
-// drops when full, but does not say so.)
+// exportQueue counts the spans ended and not yet exported, up to max. The
+// processor takes places, the exporter gives them back, and Tracer.Start
+// builds no span while it is full.
+type exportQueue struct {
+	pending atomic.Int64
+	max     int64
+}
+
+func (q *exportQueue) full() bool { return q.pending.Load() >= q.max }
+
+// take reserves a place, or reports false when there is none.
+func (q *exportQueue) take() bool {
+	if q.pending.Add(1) > q.max {
+		q.pending.Add(-1)
+		return false
+	}
+	return true
+}
+
+func (q *exportQueue) give(n int) { q.pending.Add(-int64(n)) }
+
+// boundedProcessor drops and counts spans the export queue has no place
+// for, so ending a span never blocks the relay. (The SDK's batch processor
+// also drops when full, but does not say so.)
 type boundedProcessor struct {
 	sdktrace.SpanProcessor
-	pending *atomic.Int64
-	max     int64
-	m       *metrics
+	q *exportQueue
+	m *metrics
 }
 
 func (p boundedProcessor) OnEnd(s sdktrace.ReadOnlySpan) {
-	if p.pending.Add(1) > p.max {
-		p.pending.Add(-1)
+	if !p.q.take() {
 		p.m.dropped.Inc()
 		return
 	}
 	p.SpanProcessor.OnEnd(s)
 }
 
-// countingExporter releases queue places as spans leave for the collector.
+// countingExporter gives queue places back as spans leave for the
+// collector.
 type countingExporter struct {
 	sdktrace.SpanExporter
-	pending *atomic.Int64
-	m       *metrics
+	q *exportQueue
+	m *metrics
 }
 
 func (e countingExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
-	defer e.pending.Add(-int64(len(spans)))
+	defer e.q.give(len(spans))
 	err := e.SpanExporter.ExportSpans(ctx, spans)
 	if err != nil {
 		e.m.failures.Inc()

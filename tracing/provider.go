@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/url"
 	"os"
-	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/attribute"
@@ -51,18 +50,17 @@ func newTracer(s settings, version string, exp sdktrace.SpanExporter, reg promet
 		return nil, err
 	}
 	m := newMetrics(reg)
-	pending := new(atomic.Int64)
-	bsp := sdktrace.NewBatchSpanProcessor(countingExporter{exp, pending, m},
+	q := &exportQueue{max: int64(s.MaxQueueSize)}
+	bsp := sdktrace.NewBatchSpanProcessor(countingExporter{exp, q, m},
 		sdktrace.WithMaxQueueSize(2*s.MaxQueueSize))
 	tp := sdktrace.NewTracerProvider(
 		sdktrace.WithResource(res),
 		// kproxy decides sampling itself (Tracer.Start) before any work is
 		// done, so the SDK records what it is given.
 		sdktrace.WithSampler(sdktrace.AlwaysSample()),
-		sdktrace.WithSpanProcessor(boundedProcessor{bsp, pending, int64(s.MaxQueueSize), m}),
+		sdktrace.WithSpanProcessor(boundedProcessor{bsp, q, m}),
 	)
-	return &Tracer{on: true, s: s, tp: tp, tr: tp.Tracer("github.com/kproxy/kproxy/tracing"), m: m,
-		pending: pending, maxPending: int64(s.MaxQueueSize)}, nil
+	return &Tracer{on: true, s: s, tp: tp, tr: tp.Tracer("github.com/kproxy/kproxy/tracing"), m: m, queue: q}, nil
 }
 
 func newExporter(ctx context.Context, s settings) (sdktrace.SpanExporter, error) {

@@ -5,7 +5,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -20,15 +19,12 @@ import (
 
 // Tracer turns request/response pairs into spans. The zero Tracer is off.
 type Tracer struct {
-	on bool
-	s  settings
-	tp *sdktrace.TracerProvider
-	tr trace.Tracer
-	m  *metrics
-	// pending counts the spans ended and not yet exported; at maxPending
-	// the queue is full (see boundedProcessor).
-	pending    *atomic.Int64
-	maxPending int64
+	on    bool
+	s     settings
+	tp    *sdktrace.TracerProvider
+	tr    trace.Tracer
+	m     *metrics
+	queue *exportQueue // spans waiting for export
 }
 
 // On reports whether tracing is enabled at all.
@@ -122,7 +118,7 @@ func (t *Tracer) Start(p *Peer, body *framing.Body, upstreamID int32, reqBytes i
 	if !sampled && !mayFollow {
 		return nil
 	}
-	if t.pending.Load() >= t.maxPending {
+	if t.queue.full() {
 		// The export queue is full, so this span would be dropped when it
 		// ends: drop it now, before decoding the body and building it.
 		// With the collector slower than the requests, building spans
