@@ -145,10 +145,10 @@ func FreePorts(t testing.TB, n int) []int {
 }
 
 // handedOut holds every port FreePorts has returned in this process.
-var handedOut struct {
+var handedOut = struct {
 	sync.Mutex
 	ports map[int]bool
-}
+}{ports: map[int]bool{}}
 
 // handOut records port as returned, and reports false if it was already.
 func handOut(port int) bool {
@@ -156,9 +156,6 @@ func handOut(port int) bool {
 	defer handedOut.Unlock()
 	if handedOut.ports[port] {
 		return false
-	}
-	if handedOut.ports == nil {
-		handedOut.ports = map[int]bool{}
 	}
 	handedOut.ports[port] = true
 	return true
