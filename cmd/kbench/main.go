@@ -24,6 +24,7 @@ Usage:
   kbench stall   [--listen HOST:PORT]
   kbench flood   --addr HOST:PORT --pid PID [-s BYTES] [--acks0] [-t DURATION]
   kbench sink    [--listen HOST:PORT]
+  kbench hostile --addr HOST:PORT --pid PID [-t DURATION] [--budget BYTES] [attack flags]
 
 MB/s counts request frame bytes (10^6 bytes/s); latency runs from a request's
 write to its response's read. Run "kbench COMMAND -h" for the flags of one command.
@@ -52,6 +53,8 @@ func main() {
 		err = stallCmd(args)
 	case "sink":
 		err = sinkCmd(args)
+	case "hostile":
+		err = hostileCmd(args)
 	case "help", "-h", "--help":
 		fmt.Print(usage)
 	default:

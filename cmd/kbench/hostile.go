@@ -1,0 +1,203 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+)
+
+// hostileConfig is one hostile run against a proxy: a victim load of
+// small produces runs alone (quiet), then beside each attack in turn, then
+// beside all of them, while the proxy process's resident memory is sampled.
+type hostileConfig struct {
+	Addr     string
+	PID      int
+	Duration time.Duration // victim load per phase
+	Victim   loadConfig
+
+	BombConns, BombBatches, BombInflate int
+	OversizeConns, OversizeParts        int
+	HogConns, HogSize, HogHold          int
+
+	// Budget is the proxy's configured memory budget in bytes
+	// (max_buffered_bytes and what else it bounds): RSS is judged
+	// against it plus 64 MiB. 0: RSS is reported, not judged.
+	Budget int64
+}
+
+// hostilePhase is one phase's measurements.
+type hostilePhase struct {
+	Name         string
+	Victim       loadResult
+	VictimErr    error
+	Before, Peak int64
+	Attack       map[string]*attackTally
+}
+
+// hostileAttack is one named attack of a run.
+type hostileAttack struct {
+	name  string
+	conns int
+	a     attacker
+}
+
+func (cfg hostileConfig) attacks() []hostileAttack {
+	return []hostileAttack{
+		{"bomb", cfg.BombConns, repeatFrame(bombFrame(cfg.Victim.Topic, cfg.BombBatches, cfg.BombInflate))},
+		{"oversize", cfg.OversizeConns, repeatFrame(manyPartitionsFrame(cfg.Victim.Topic, cfg.OversizeParts))},
+		{"hog", cfg.HogConns, hog(cfg.HogSize, cfg.HogHold)},
+	}
+}
+
+// runHostile runs the quiet phase, one phase per attack and one with all.
+func runHostile(cfg hostileConfig) ([]hostilePhase, error) {
+	attacks := cfg.attacks()
+	phases := [][]hostileAttack{nil}
+	for _, a := range attacks {
+		phases = append(phases, []hostileAttack{a})
+	}
+	phases = append(phases, attacks)
+	var out []hostilePhase
+	for _, set := range phases {
+		ph, err := runHostilePhase(cfg, set)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, ph)
+	}
+	return out, nil
+}
+
+func runHostilePhase(cfg hostileConfig, set []hostileAttack) (hostilePhase, error) {
+	ph := hostilePhase{Name: "quiet", Attack: map[string]*attackTally{}}
+	if len(set) == 1 {
+		ph.Name = set[0].name
+	} else if len(set) > 1 {
+		ph.Name = "all"
+	}
+	var err error
+	if ph.Before, err = processRSS(cfg.PID); err != nil {
+		return ph, err
+	}
+	ph.Peak = ph.Before
+	stop := make(chan struct{})
+	var attackers, sampler sync.WaitGroup
+	var rssErr error
+	sampler.Go(func() {
+		t := time.NewTicker(10 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				rss, err := processRSS(cfg.PID)
+				if err != nil {
+					rssErr = err
+					return
+				}
+				ph.Peak = max(ph.Peak, rss)
+			}
+		}
+	})
+	for _, a := range set {
+		t := &attackTally{}
+		ph.Attack[a.name] = t
+		runAttackers(cfg.Addr, a.conns, a.a, stop, t, &attackers)
+	}
+	if len(set) > 0 {
+		time.Sleep(300 * time.Millisecond) // the attacks under way first
+	}
+	victim := cfg.Victim
+	victim.Addr, victim.Duration = cfg.Addr, cfg.Duration
+	ph.Victim, ph.VictimErr = runLoad(victim)
+	close(stop)
+	attackers.Wait()
+	sampler.Wait()
+	return ph, rssErr
+}
+
+// printHostile reports each phase against the quiet one: the victims'
+// p99 (target: at most 2x quiet) and the proxy's peak RSS (target: under
+// the budget + 64 MiB).
+func printHostile(w io.Writer, cfg hostileConfig, phases []hostilePhase) {
+	if len(phases) == 0 {
+		return
+	}
+	quiet := phases[0].Victim.Hist.quantile(0.99)
+	fmt.Fprintf(w, "%-9s %10s %9s %9s %8s %11s %11s  %s\n", "phase", "victim/s", "p50", "p99", "p99/q", "RSS before", "RSS peak", "attack (sent/answered/closed)")
+	for _, ph := range phases {
+		p99 := ph.Victim.Hist.quantile(0.99)
+		ratio := float64(p99) / float64(max(quiet, 1))
+		verdict := ""
+		if ph.Name != "quiet" {
+			verdict = judge(ratio <= 2, "p99")
+			if cfg.Budget > 0 {
+				verdict += " " + judge(ph.Peak <= cfg.Budget+64<<20, "RSS")
+			}
+		}
+		fmt.Fprintf(w, "%-9s %10.0f %9s %9s %7.2fx %11s %11s  %s%s\n", ph.Name, ph.Victim.reqPerSec(),
+			fmtDur(ph.Victim.Hist.quantile(0.5)), fmtDur(p99), ratio, mib(ph.Before), mib(ph.Peak), attackSummary(ph), verdict)
+		if ph.VictimErr != nil {
+			fmt.Fprintf(w, "          victim error: %v\n", ph.VictimErr)
+		}
+	}
+	if cfg.Budget > 0 {
+		fmt.Fprintf(w, "targets: p99 within 2x of quiet; RSS under %s (budget %s + 64 MiB)\n", mib(cfg.Budget+64<<20), mib(cfg.Budget))
+	}
+}
+
+func judge(ok bool, what string) string {
+	if ok {
+		return what + " ok"
+	}
+	return what + " OVER"
+}
+
+func attackSummary(ph hostilePhase) string {
+	s := ""
+	for _, name := range []string{"bomb", "oversize", "hog"} {
+		if t, ok := ph.Attack[name]; ok {
+			s += fmt.Sprintf("%s %d/%d/%d; ", name, t.sent.Load(), t.answered.Load(), t.closed.Load())
+		}
+	}
+	return s
+}
+
+func hostileCmd(args []string) error {
+	fs := flag.NewFlagSet("hostile", flag.ContinueOnError)
+	cfg := hostileConfig{Victim: loadConfig{Size: 113, MaxRequests: 50_000_000}}
+	fs.StringVar(&cfg.Addr, "addr", "", "proxy address, HOST:PORT, in front of a broker (kbench broker)")
+	fs.IntVar(&cfg.PID, "pid", 0, "process id of the proxy, whose resident memory is sampled")
+	fs.DurationVar(&cfg.Duration, "t", 3*time.Second, "victim load per phase")
+	fs.IntVar(&cfg.Victim.Conns, "c", 4, "victim connections")
+	fs.IntVar(&cfg.Victim.Depth, "d", 1, "victim requests in flight per connection")
+	fs.StringVar(&cfg.Victim.Topic, "topic", "kbench", "topic the victims and attacks produce to")
+	fs.IntVar(&cfg.BombConns, "bomb-conns", 2, "bomb connections (zstd batches that inflate far)")
+	fs.IntVar(&cfg.BombBatches, "bomb-batches", 110, "zstd batches per bomb request")
+	fs.IntVar(&cfg.BombInflate, "bomb-inflate", 16<<20, "bytes each bomb batch inflates to")
+	fs.IntVar(&cfg.OversizeConns, "oversize-conns", 2, "connections sending oversize Produce requests (for a max_request_bytes rule)")
+	fs.IntVar(&cfg.OversizeParts, "oversize-parts", 1_000_000, "partitions each oversize request names (6 bytes each)")
+	fs.IntVar(&cfg.HogConns, "hog-conns", 8, "connections each holding a partial frame")
+	fs.IntVar(&cfg.HogSize, "hog-size", 100_000_000, "frame size each hog claims")
+	fs.IntVar(&cfg.HogHold, "hog-hold", 96<<20, "bytes of its frame each hog sends before it stops")
+	fs.Int64Var(&cfg.Budget, "budget", 0, "the proxy's memory budget in bytes (e.g. max_buffered_bytes), to judge RSS against; 0: not judged")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if cfg.Addr == "" || cfg.PID <= 0 {
+		err := fmt.Errorf("--addr and --pid are required")
+		fmt.Fprintln(fs.Output(), err)
+		return usageError{err}
+	}
+	fmt.Printf("kbench hostile: %s, victims %d x %d x %d B for %v per phase; bomb %d x %d batches x %s; oversize %d x %d partitions; hog %d x %s of %s\n",
+		cfg.Addr, cfg.Victim.Conns, cfg.Victim.Depth, cfg.Victim.Size, cfg.Duration,
+		cfg.BombConns, cfg.BombBatches, mib(int64(cfg.BombInflate)), cfg.OversizeConns, cfg.OversizeParts,
+		cfg.HogConns, mib(int64(cfg.HogHold)), mib(int64(cfg.HogSize)))
+	phases, err := runHostile(cfg)
+	printHostile(os.Stdout, cfg, phases)
+	return err
+}
