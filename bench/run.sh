@@ -33,9 +33,58 @@ up() {
 	exit 1
 }
 
+# hostile: victims beside a decompression bomb, an oversize storm and
+# partial-frame hogs (kbench hostile), through a kproxy with every budget
+# set: tracing with links.decompress on (to a null OTLP sink), a 1 MiB
+# max_request_bytes rule, and a 256 MiB max_buffered_bytes.
+hostile() {
+	echo "== hostile clients: victims' p99 and kproxy's RSS under attack (max_buffered_bytes 256 MiB)"
+	"$kb" broker --listen 127.0.0.1:29198 >/dev/null &
+	pids+=($!)
+	"$kb" sink --listen 127.0.0.1:29199 >/dev/null &
+	pids+=($!)
+	cat >"$work/hostile.yaml" <<YAML
+proxy:
+  listen: 127.0.0.1:29200
+  upstream: 127.0.0.1:29198
+  max_buffered_bytes: 268435456
+admin:
+  listen: ""
+log:
+  level: error
+tracing:
+  enabled: true
+  endpoint: http://127.0.0.1:29199
+  protocol: http/protobuf
+  links:
+    decompress: true
+    child_of_single_record: true
+policies:
+  rules:
+    - name: produce-1mib
+      match: {apis: [Produce]}
+      limits: {max_request_bytes: 1048576}
+      action: reject
+YAML
+	up 127.0.0.1 29198
+	up 127.0.0.1 29199
+	"$work/kproxy" run --config "$work/hostile.yaml" &
+	local kp=$!
+	pids+=($kp)
+	up 127.0.0.1 29200
+	"$kb" hostile --addr 127.0.0.1:29200 --pid "$kp" -t "$T" --budget 268435456
+	kill "$kp"
+	wait "$kp" || true
+	echo
+}
+
 go build -o "$work/kproxy" ./cmd/kproxy
 go build -o "$work/kbench" ./cmd/kbench
 kb=$work/kbench
+if [[ ${1:-} == hostile ]]; then # bash bench/run.sh hostile: that section alone
+	hostile
+	exit 0
+fi
 
 echo "== machine"
 echo "$(nproc) CPUs: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'); $(uname -sr); $(go version | cut -d' ' -f3)"
@@ -108,6 +157,8 @@ up 127.0.0.1 29197
 "$kb" flood --addr 127.0.0.1:29197 --pid "$kp" -s 16384 -t 10s
 "$kb" flood --addr 127.0.0.1:29197 --pid "$kp" -s 16384 -t 10s --acks0
 echo
+
+hostile
 
 echo "== relay benchmarks (allocations per relayed request/response)"
 go test -run XXX -bench 'Relay|ParseRequestHeader|PushPop' -benchmem ./proxy/ ./framing/ ./correlate/ | grep -E '^(Benchmark|ok)'
