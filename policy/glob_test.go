@@ -68,13 +68,13 @@ func TestGlobTable(t *testing.T) {
 // The malformed patterns the README rules out, and only those, are
 // refused.
 func TestGlobCheck(t *testing.T) {
-	bad := []string{"[", "app-[", "[]", "[^]", "[a-", "[a-]", "[z-a]", "[-a]", "[]a]", `[\`, `[a\`, `\`, `app\`, "a[b"}
+	bad := []string{"[", "app-[", "[]", "[^]", "[a-", "[a-]", "[z-a]", "[-a]", "[]a]", `[\`, `[a\`, `\`, `app\`, "a[b", "[a-b-c]", "[^-a]"}
 	for _, p := range bad {
 		if checkGlob(p) == nil {
 			t.Errorf("checkGlob(%q) accepted a malformed pattern", p)
 		}
 	}
-	good := []string{"", "a", "*", "]", "a]", "-", "^", "/", "[a]", "[^a]", "[a-z0-9_]", `[\]]`, `[\-]`, `[\\]`, `[\a]`, `\a`, `\\`, `\*\?\[`, "é", "[é]"}
+	good := []string{"", "a", "*", "]", "a]", "-", "^", "/", "[a]", "[^a]", "[a-z0-9_]", `[\]]`, `[\-]`, `[\\]`, `[\a]`, `\a`, `\\`, `\*\?\[`, "é", "[é]", `[a\-b]`, "[a^]", "[a-bx-z]"}
 	for _, p := range good {
 		if err := checkGlob(p); err != nil {
 			t.Errorf("checkGlob(%q): %v", p, err)
