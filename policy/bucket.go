@@ -59,3 +59,9 @@ func (b *bucket) debt() time.Duration {
 	}
 	return time.Duration(-b.tokens / b.rate * float64(time.Second))
 }
+
+// fullAt is when, in unix nanoseconds, the bucket holds its whole burst
+// again if nothing more is taken from it.
+func (b *bucket) fullAt() float64 {
+	return float64(b.last) + max(0, b.burst-b.tokens)/b.rate*1e9
+}

@@ -2,7 +2,6 @@ package policy
 
 import (
 	"fmt"
-	"path"
 
 	"github.com/kproxy/kproxy/framing"
 	"github.com/kproxy/kproxy/internal/fielderr"
@@ -32,7 +31,8 @@ type Rule struct {
 
 // Selector matches requests. Every field set must match.
 type Selector struct {
-	// ClientID is an exact client.id or a glob ("app-*").
+	// ClientID is an exact client.id or a glob ("app-*"; see glob for
+	// the syntax, the same for topics).
 	ClientID string `yaml:"client_id"`
 	// APIs are Kafka API names (Produce, Fetch, DeleteTopics, CreateAcls).
 	APIs []string `yaml:"apis"`
@@ -102,9 +102,9 @@ func (c Config) Validate() error {
 		switch r.Limits.Key {
 		case "", "client_id", "connection", "rule", "topic":
 		default:
-			return fielderr.New(at+"limits.key", "must be client_id, connection or rule")
+			return fielderr.New(at+"limits.key", "must be client_id, connection, rule or topic")
 		}
-		if _, err := path.Match(r.Match.ClientID, ""); err != nil {
+		if err := checkGlob(r.Match.ClientID); err != nil {
 			return fielderr.New(at+"match.client_id", "bad glob: "+err.Error())
 		}
 		for j, api := range r.Match.APIs {
@@ -122,7 +122,7 @@ func (c Config) Validate() error {
 			globs []string
 		}{{"topics", r.Match.Topics}, {"except_topics", r.Match.ExceptTopics}} {
 			for j, t := range list.globs {
-				if _, err := path.Match(t, ""); err != nil {
+				if err := checkGlob(t); err != nil {
 					return fielderr.New(fmt.Sprintf("%smatch.%s.%d", at, list.name, j), "bad glob: "+err.Error())
 				}
 			}

@@ -30,7 +30,7 @@ func TestValidateErrors(t *testing.T) {
 		{"negative size", []Rule{{Name: "a", Action: ActionReject, Limits: Limits{MaxBatchRecords: -1}}}, "rules.0.limits", "sizes must not be negative"},
 		{"rates and sizes", []Rule{{Name: "a", Action: ActionReject, Limits: Limits{RequestsPerSecond: 1, MaxRequestBytes: 10}}}, "rules.0.limits", "separate rules"},
 		{"throttle on sizes", []Rule{{Name: "a", Action: ActionThrottle, Limits: Limits{MaxRequestBytes: 10}}}, "rules.0.action", "throttle needs a rate"},
-		{"bad key", []Rule{{Name: "a", Action: ActionThrottle, Limits: Limits{RequestsPerSecond: 1, Key: "client"}}}, "rules.0.limits.key", "client_id, connection or rule"},
+		{"bad key", []Rule{{Name: "a", Action: ActionThrottle, Limits: Limits{RequestsPerSecond: 1, Key: "client"}}}, "rules.0.limits.key", "client_id, connection, rule or topic"},
 		{"bad client glob", []Rule{{Name: "a", Action: ActionLog, Match: Selector{ClientID: "app-["}}}, "rules.0.match.client_id", "bad glob"},
 		{"unknown API", []Rule{ok, {Name: "b", Action: ActionLog, Match: Selector{APIs: []string{"Produce", "Prodcue"}}}}, "rules.1.match.apis.1", `unknown Kafka API "Prodcue"`},
 		{"kmsg spelling", []Rule{{Name: "a", Action: ActionLog, Match: Selector{APIs: []string{"SASLHandshake"}}}}, "rules.0.match.apis.0", "unknown Kafka API"},

@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"strings"
 	"sync"
 	"time"
 
@@ -15,9 +14,6 @@ import (
 // (11 one-second samples by default): a huge request earns a long debt,
 // paid over later requests, not one unbounded mute.
 const maxThrottle = 11 * time.Second
-
-// maxClientBuckets bounds the per-client-id buckets of one rule.
-const maxClientBuckets = 100_000
 
 // Kafka error codes a refusal uses.
 const (
@@ -94,8 +90,8 @@ type rule struct {
 	m        ruleMetrics
 
 	mu     sync.Mutex
-	shared *meter            // key: rule
-	byID   map[string]*meter // key: client_id
+	shared *meter       // key: rule
+	byKey  *keyedMeters // key: client_id or topic
 }
 
 type ruleMetrics struct {
@@ -130,7 +126,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 func New(c Config, m *Metrics) *Engine {
 	e := &Engine{}
 	for _, r := range c.Rules {
-		cr := &rule{Rule: r, engine: e, anyAPI: len(r.Match.APIs) == 0, byID: map[string]*meter{}}
+		cr := &rule{Rule: r, engine: e, anyAPI: len(r.Match.APIs) == 0,
+			byKey: newKeyedMeters(maxKeyedMeters)}
 		for _, name := range r.Match.APIs {
 			k, _ := framing.KeyForName(name)
 			cr.apis[k] = true
@@ -472,21 +469,16 @@ func (ru *rule) limitTopics(r *Request, body *framing.Body, now time.Time) (bool
 func (ru *rule) topicMeter(topic string, now time.Time) *meter {
 	ru.mu.Lock()
 	defer ru.mu.Unlock()
-	m, ok := ru.byID[topic] // keyed by topic for this rule
-	if !ok {
-		if len(ru.byID) >= maxClientBuckets {
-			clear(ru.byID)
-		}
-		m = &meter{b: [2]*bucket{nil, newBucket(ru.Limits.BytesPerSecond, now)}}
-		ru.byID[strings.Clone(topic)] = m
+	m, fresh := ru.byKey.get(topic, now)
+	if fresh {
+		m.b[1] = newBucket(ru.Limits.BytesPerSecond, now)
 	}
 	return m
 }
 
 // meter returns the buckets this request counts against.
 func (ru *rule) meter(r *Request, now time.Time) *meter {
-	mk := func() *meter {
-		m := &meter{}
+	mk := func(m *meter) *meter {
 		if ru.Limits.RequestsPerSecond > 0 {
 			m.b[0] = newBucket(ru.Limits.RequestsPerSecond, now)
 		}
@@ -507,7 +499,7 @@ func (ru *rule) meter(r *Request, now time.Time) *meter {
 		}
 		m, ok := c.buckets[ru]
 		if !ok {
-			m = mk()
+			m = mk(&meter{})
 			c.buckets[ru] = m
 		}
 		return m
@@ -515,19 +507,15 @@ func (ru *rule) meter(r *Request, now time.Time) *meter {
 		ru.mu.Lock()
 		defer ru.mu.Unlock()
 		if ru.shared == nil {
-			ru.shared = mk()
+			ru.shared = mk(&meter{})
 		}
 		return ru.shared
 	default:
 		ru.mu.Lock()
 		defer ru.mu.Unlock()
-		m, ok := ru.byID[r.ClientID]
-		if !ok {
-			if len(ru.byID) >= maxClientBuckets {
-				clear(ru.byID) // client ids are chosen by clients: bound them
-			}
-			m = mk()
-			ru.byID[strings.Clone(r.ClientID)] = m
+		m, fresh := ru.byKey.get(r.ClientID, now)
+		if fresh {
+			mk(m)
 		}
 		return m
 	}

@@ -73,7 +73,7 @@ func TestRateRejectTakesNoTokensFromEitherBucket(t *testing.T) {
 	if v := e.Check(&big, c.body, t0); v.Outcome != Pass {
 		t.Fatalf("first big request: %+v, want Pass", v)
 	}
-	m := e.rules[0].byID["app-1"]
+	m := &e.rules[0].byKey.byKey["app-1"].meter
 	reqTokens, byteTokens := m.b[0].tokens, m.b[1].tokens
 	for i := 0; i < 3; i++ {
 		if v := e.Check(&big, c.body, t0); v.Outcome != Reject || v.Code != 44 {
