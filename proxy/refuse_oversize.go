@@ -75,6 +75,13 @@ func (p *pair) refuseOversize(r netpoll.Reader, w netpoll.Writer, limit int) (bo
 	}
 	e := correlate.Entry{APIKey: h.APIKey, APIVersion: h.APIVersion, ClientID: h.CorrelationID,
 		Start: time.Now(), ReqBytes: framing.SizeLen + size}
+	if p.peer != nil {
+		// From the header alone, while h still points into the buffer:
+		// the body is dropped unread.
+		body := framing.HeaderOnly(h)
+		e.Span = p.s.tracer.Start(p.peer, &body, p.table.NextID(), e.ReqBytes, e.Start)
+		e.Span.Policy(v.Rule, "reject", v.Reason)
+	}
 	resp, err := p.dropOversize(r, w, h, size, v)
 	if err != nil {
 		p.s.tracer.Fail(e.Span, failure(err))
