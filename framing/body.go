@@ -17,6 +17,12 @@ type Body struct {
 // NewBody wraps a parsed request frame.
 func NewBody(h RequestHeader, frame []byte) Body { return Body{h: h, frame: frame} }
 
+// HeaderOnly stands for a request whose body kproxy never held (one
+// refused by size, dropped as it arrived): Request finds nothing to
+// decode, so a span or rule sees the header's facts only. h may alias the
+// reader's buffer: use it before that is released.
+func HeaderOnly(h RequestHeader) Body { return Body{h: h, done: true} }
+
 // Request returns the decoded body, or nil when kproxy does not know the
 // key/version (the frame is then relayed opaquely) or the body is invalid.
 func (b *Body) Request() (kmsg.Request, error) {

@@ -1,6 +1,8 @@
 package framing
 
 import (
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/cloudwego/netpoll"
@@ -34,7 +36,7 @@ func TestStreamProduceEveryVersion(t *testing.T) {
 		buf := netpoll.NewLinkBuffer()
 		buf.WriteBinary(append(body, 0xEE)) // a byte of the next frame
 		buf.Flush()
-		acks, parts, err := StreamProduce(NewStream(buf, len(body)), v)
+		acks, parts, err := StreamProduce(NewStream(buf, len(body)), v, 1<<20)
 		if err != nil {
 			t.Fatalf("v%d: %v", v, err)
 		}
@@ -52,6 +54,43 @@ func TestStreamProduceEveryVersion(t *testing.T) {
 		}
 		if buf.Len() != 1 {
 			t.Fatalf("v%d: %d bytes left, want the next frame's 1", v, buf.Len())
+		}
+	}
+}
+
+// A Produce naming more topics and partitions than the budget keeps is
+// given up as soon as the budget is spent, with the rest of the frame left
+// unread: neither the partitions nor long topic names are all kept.
+func TestStreamProduceStopsPastBudget(t *testing.T) {
+	wide := kmsg.NewPtrProduceRequest()
+	wide.Version, wide.Acks = 9, -1
+	topic := kmsg.NewProduceRequestTopic()
+	topic.Topic = "t"
+	for p := int32(0); p < 100_000; p++ {
+		part := kmsg.NewProduceRequestTopicPartition()
+		part.Partition = p
+		topic.Partitions = append(topic.Partitions, part)
+	}
+	wide.Topics = append(wide.Topics, topic)
+	long := kmsg.NewPtrProduceRequest()
+	long.Version, long.Acks = 7, -1
+	for i := 0; i < 100; i++ {
+		topic := kmsg.NewProduceRequestTopic()
+		topic.Topic = strings.Repeat(string(rune('a'+i%26)), 30_000)
+		topic.Partitions = append(topic.Partitions, kmsg.NewProduceRequestTopicPartition())
+		long.Topics = append(long.Topics, topic)
+	}
+	for name, req := range map[string]*kmsg.ProduceRequest{"100k partitions": wide, "100 topics of 30 kB names": long} {
+		body := req.AppendTo(nil)
+		buf := netpoll.NewLinkBuffer()
+		buf.WriteBinary(body)
+		buf.Flush()
+		_, parts, err := StreamProduce(NewStream(buf, len(body)), req.Version, 256<<10)
+		if !errors.Is(err, ErrTooWide) || parts != nil {
+			t.Fatalf("%s: %d partitions, error %v; want ErrTooWide", name, len(parts), err)
+		}
+		if read := len(body) - buf.Len(); read > len(body)/2 {
+			t.Fatalf("%s: read %d of %d bytes before giving up", name, read, len(body))
 		}
 	}
 }

@@ -13,9 +13,13 @@ const discardChunk = 64 << 10
 // Stream reads the body of one frame field by field straight off the
 // connection, and drops what it is not asked for as it arrives: for a
 // request refused by size, which must never be buffered whole.
+//
+// What it has read is released as it goes, so the caller must hold no
+// slice of the reader's buffer while it streams.
 type Stream struct {
 	r    netpoll.Reader
 	left int // bytes of the frame not yet read
+	read int // bytes read since the last release
 }
 
 // NewStream reads the next n bytes of r as one frame body.
@@ -24,15 +28,23 @@ func NewStream(r netpoll.Reader, n int) *Stream { return &Stream{r: r, left: n} 
 // Left is how many bytes of the frame remain.
 func (s *Stream) Left() int { return s.left }
 
+// next returns the next n bytes, valid until the next call. Read bytes
+// are released every discardChunk: a body of millions of small fields
+// would otherwise stay buffered whole until the frame ends.
 func (s *Stream) next(n int) ([]byte, error) {
-	if n > s.left {
+	if n < 0 || n > s.left {
 		return nil, malformed("field runs past the end of the frame")
+	}
+	if s.read >= discardChunk {
+		s.r.Release()
+		s.read = 0
 	}
 	b, err := s.r.Next(n)
 	if err != nil {
 		return nil, err
 	}
 	s.left -= n
+	s.read += n
 	return b, nil
 }
 
@@ -70,18 +82,18 @@ func (s *Stream) Uvarint() (uint64, error) {
 	return 0, malformed("varint too long")
 }
 
-// Bytes reads n bytes into a new slice (for small fields: names).
-func (s *Stream) Bytes(n int) ([]byte, error) {
+// String reads n bytes as a new string (for small fields: names).
+func (s *Stream) String(n int) (string, error) {
 	b, err := s.next(n)
 	if err != nil {
-		return nil, err
+		return "", err
 	}
-	return append([]byte(nil), b...), nil
+	return string(b), nil
 }
 
 // Discard drops n bytes as they arrive, releasing each chunk.
 func (s *Stream) Discard(n int) error {
-	if n > s.left {
+	if n < 0 || n > s.left {
 		return malformed("field runs past the end of the frame")
 	}
 	for n > 0 {
@@ -90,6 +102,7 @@ func (s *Stream) Discard(n int) error {
 			return err
 		}
 		s.r.Release()
+		s.read = 0
 		n -= c
 		s.left -= c
 	}

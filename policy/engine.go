@@ -118,7 +118,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		rejected:  v("kproxy_policy_rejected_total", "Requests refused by a rule."),
 		logged:    v("kproxy_policy_logged_total", "Requests a log-only rule would have acted on."),
 		delay:     v("kproxy_policy_throttle_seconds_total", "Throttle time handed out by a rule."),
-		closed:    v("kproxy_policy_closed_total", "Connections closed because a rule refused a request that cannot be answered (acks=0 produce)."),
+		closed:    v("kproxy_policy_closed_total", "Connections closed because a rule refused a request that cannot be answered (acks=0 produce, or a produce over max_request_bytes naming more partitions than kproxy keeps to answer)."),
 	}
 }
 

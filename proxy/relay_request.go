@@ -247,6 +247,12 @@ func (p *pair) queueAnswer(req kmsg.Request, e correlate.Entry, v policy.Verdict
 		p.s.tracer.Fail(e.Span, "kproxy.policy_rejected")
 		return errPolicyClose{v}
 	}
+	return p.queueResponse(resp, e, v, r, w)
+}
+
+// queueResponse puts resp, kproxy's answer to a request refused by v, in
+// the request's place and writes it at once if nothing is ahead of it.
+func (p *pair) queueResponse(resp kmsg.Response, e correlate.Entry, v policy.Verdict, r netpoll.Reader, w netpoll.Writer) error {
 	e.Kind, e.Response = correlate.Synthetic, policy.EncodeResponse(resp, e.ClientID)
 	if _, err := p.push(e, r, w); err != nil {
 		p.s.tracer.Fail(e.Span, "kproxy.connection_closed")
@@ -276,109 +282,6 @@ func (p *pair) writeAnswers() error {
 		}
 	}
 	return p.finishBatch(err)
-}
-
-// maxHeaderPeek is how much is read to judge a frame by its header;
-// maxHeader covers the longest header (a 32 KiB client id, tags).
-const (
-	maxHeaderPeek = 4 << 10
-	maxHeader     = 64 << 10
-)
-
-// refuseOversize judges the next frame from its size and header when it
-// is over a rule's max_request_bytes: a refused frame's body is dropped as
-// it arrives, never buffered whole, and kproxy answers for the broker
-// (for Produce, MESSAGE_TOO_LARGE on every partition it named).
-func (p *pair) refuseOversize(r netpoll.Reader, w netpoll.Writer, limit int) (bool, error) {
-	prefix, err := r.Peek(framing.SizeLen)
-	if err != nil {
-		return false, err
-	}
-	size, err := framing.CheckSize(prefix, p.s.framing.MaxRequestBytes)
-	if err != nil || framing.SizeLen+size <= limit {
-		return false, nil // a size error is reported by the normal path
-	}
-	want := min(framing.SizeLen+size, maxHeaderPeek)
-	if r.Len() < want {
-		// About to wait for the header: send what is ready first.
-		if err := p.flushUp(w); err != nil {
-			return false, errUpstreamWrite{err}
-		}
-	}
-	head, err := r.Peek(want)
-	if err != nil {
-		return false, err
-	}
-	if p.table.Raw(head) {
-		return false, nil
-	}
-	h, err := framing.ParseRequestHeader(head)
-	if err != nil && want < framing.SizeLen+size {
-		// A header longer than the peek (a huge client id): read as much
-		// as a header can hold, still far short of the body.
-		if head, err = r.Peek(min(framing.SizeLen+size, maxHeader)); err != nil {
-			return false, err
-		}
-		h, err = framing.ParseRequestHeader(head)
-	}
-	if err != nil || h.HeaderVersion < 0 {
-		return false, nil // judged, or refused, on the normal path
-	}
-	if p.clientID != string(h.ClientID) {
-		p.clientID = string(h.ClientID)
-	}
-	v := p.s.policies.Load().CheckOversize(&policy.Request{Key: h.APIKey, Version: h.APIVersion,
-		ClientID: p.clientID, Bytes: framing.SizeLen + size, Topics: p.s.topics, Conn: &p.conn, Listener: p.s.cfg.Listen})
-	if v.Outcome != policy.Reject {
-		return false, nil
-	}
-	e := correlate.Entry{APIKey: h.APIKey, APIVersion: h.APIVersion, ClientID: h.CorrelationID,
-		Start: time.Now(), ReqBytes: framing.SizeLen + size}
-	// What was relayed before may still reference the input buffer.
-	if err := p.flushUp(w); err != nil {
-		return false, errUpstreamWrite{err}
-	}
-	if err := r.Skip(h.BodyOffset); err != nil {
-		return false, err
-	}
-	body := framing.NewStream(r, framing.SizeLen+size-h.BodyOffset)
-	req := kmsg.RequestForKey(h.APIKey)
-	req.SetVersion(h.APIVersion)
-	if h.APIKey == framing.KeyProduce {
-		acks, parts, err := framing.StreamProduce(body, h.APIVersion)
-		if err != nil {
-			return false, err
-		}
-		if acks == 0 {
-			return false, errPolicyClose{v}
-		}
-		req = producePartitions(h.APIVersion, parts)
-	} else if err := body.Rest(); err != nil {
-		return false, err
-	}
-	r.Release()
-	p.in.count(p.s.m.api(h.APIKey))
-	p.in.bytes += int64(e.ReqBytes)
-	p.s.m.oversizeAnswered.Inc()
-	return true, p.queueAnswer(req, e, v, r, w)
-}
-
-// producePartitions is a Produce request naming parts, to answer for.
-func producePartitions(version int16, parts []framing.ProducePartition) *kmsg.ProduceRequest {
-	req := kmsg.NewPtrProduceRequest()
-	req.Version = version
-	for _, pp := range parts {
-		if n := len(req.Topics); n == 0 || req.Topics[n-1].Topic != pp.Topic || req.Topics[n-1].TopicID != pp.TopicID {
-			t := kmsg.NewProduceRequestTopic()
-			t.Topic, t.TopicID = pp.Topic, pp.TopicID
-			req.Topics = append(req.Topics, t)
-		}
-		part := kmsg.NewProduceRequestTopicPartition()
-		part.Partition = pp.Partition
-		last := &req.Topics[len(req.Topics)-1]
-		last.Partitions = append(last.Partitions, part)
-	}
-	return req
 }
 
 // nextExempt reports whether the next buffered request is one a throttle

@@ -181,7 +181,7 @@ func (t *Tracer) Start(p *Peer, body *framing.Body, upstreamID int32, reqBytes i
 	if f.group != "" {
 		attrs = append(attrs, semconv.MessagingConsumerGroupName(f.group))
 	}
-	if h.APIKey == framing.KeyProduce {
+	if h.APIKey == framing.KeyProduce && decoded { // no count from a body never read
 		attrs = append(attrs, semconv.MessagingBatchMessageCount(f.records))
 	}
 	if incomplete {
