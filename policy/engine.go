@@ -571,9 +571,10 @@ func (ru *rule) meter(r *Request, now time.Time) *meter {
 // rule), GROUP_AUTHORIZATION_FAILED for group APIs,
 // TOPIC_AUTHORIZATION_FAILED for other requests naming topics, and
 // CLUSTER_AUTHORIZATION_FAILED otherwise (ACL and broker-only APIs too,
-// which a broker authorizes against the cluster); over a rate, the quota error for
-// the topic-creation APIs in the versions that know it (KIP-599), else
-// POLICY_VIOLATION; over a size, MESSAGE_TOO_LARGE for Produce.
+// which a broker authorizes against the cluster); over a rate, the quota
+// error for the topic-creation APIs in the versions that know it
+// (KIP-599), else POLICY_VIOLATION; over a size, MESSAGE_TOO_LARGE for
+// Produce.
 func refusalCode(ru *rule, r *Request, body *framing.Body) int16 {
 	switch {
 	case ru.Limits.sizes() && r.Key == framing.KeyProduce:

@@ -156,3 +156,21 @@ func requestOf(t *testing.T, c call) kmsg.Request {
 	}
 	return req
 }
+
+// A rule on every request answers the ACL APIs with the cluster error even
+// when their resource is a topic (a broker authorizes ACL changes against
+// the cluster), and so the APIs only brokers send each other.
+func TestAccessRejectClusterAPIsNamingTopics(t *testing.T) {
+	acl := versioned(kmsg.NewPtrCreateACLsRequest(), 3)
+	c := kmsg.NewCreateACLsRequestCreation()
+	c.ResourceType, c.ResourceName, c.Principal, c.Host = kmsg.ACLResourceTypeTopic, "orders", "User:x", "*"
+	acl.Creations = append(acl.Creations, c)
+	stop := versioned(kmsg.NewPtrStopReplicaRequest(), 3)
+	topicplant.Plant(stop, false)
+	e, _ := newEngine(t, deny("all", Selector{}))
+	for _, req := range []kmsg.Request{acl, stop} {
+		if v := request(t, req, "app").check(e, t0); v.Outcome != Reject || v.Code != codeClusterAuthorization {
+			t.Errorf("%s: verdict %+v, want Reject 31", kmsg.NameForKey(req.Key()), v)
+		}
+	}
+}
