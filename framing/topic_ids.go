@@ -10,13 +10,17 @@ import (
 // KeyMetadata is the Metadata API key.
 const KeyMetadata int16 = 3
 
-// maxTopicIDs bounds the cache; past it the cache starts over.
+// maxTopicIDs bounds the cache (about 10 MB at most); past it one learnt
+// id makes room for each new one. Clearing the whole cache instead would
+// make every client that names topics by id meet UNKNOWN_TOPIC_ID under a
+// topic rule at once (see policy), and refresh its metadata together.
 const maxTopicIDs = 100_000
 
 // TopicIDs maps topic ids to names. Produce v13+, Fetch v13+ and other
 // recent versions name topics only by id, so kproxy learns the names from
 // the Metadata responses it relays: a client always asks Metadata before it
-// uses an id.
+// uses an id. An id not learnt (a client that got it elsewhere, or a cache
+// that lost it) is UnknownTopic to the rules, which fail closed on it.
 type TopicIDs struct {
 	mu    sync.RWMutex
 	names map[[16]byte]string
@@ -48,7 +52,10 @@ func (t *TopicIDs) Learn(frame []byte, version int16) {
 			continue
 		}
 		if len(t.names) >= maxTopicIDs {
-			clear(t.names)
+			for old := range t.names { // any one: map order is random
+				delete(t.names, old)
+				break
+			}
 		}
 		t.names[topic.TopicID] = strings.Clone(*topic.Topic) // the frame is reused
 	}

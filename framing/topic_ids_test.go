@@ -84,8 +84,10 @@ func TestTopicIDsNil(t *testing.T) {
 	}
 }
 
-// Past maxTopicIDs the cache starts over rather than grow without limit;
-// relearning a known mapping does not count as growth.
+// Past maxTopicIDs each new id takes the place of an old one, rather than
+// the cache grow without limit or start over (which would turn every id in
+// use into an unknown one at once); relearning a known mapping does not
+// count as growth.
 func TestTopicIDsBound(t *testing.T) {
 	ids := NewTopicIDs()
 	for i := 0; len(ids.names) < maxTopicIDs; i++ {
@@ -97,8 +99,8 @@ func TestTopicIDsBound(t *testing.T) {
 		t.Fatalf("relearning a known id reset the cache (%d names)", len(ids.names))
 	}
 	ids.Learn(metadataFrame(12, named("new", topicID(1)), named("newer", topicID(2))), 12)
-	if len(ids.names) != 2 || ids.Name(topicID(1)) != "new" || ids.Name(topicID(2)) != "newer" {
-		t.Errorf("after overflow: %d names", len(ids.names))
+	if len(ids.names) != maxTopicIDs || ids.Name(topicID(1)) != "new" || ids.Name(topicID(2)) != "newer" {
+		t.Errorf("after overflow: %d names, new ones %q %q", len(ids.names), ids.Name(topicID(1)), ids.Name(topicID(2)))
 	}
 }
 

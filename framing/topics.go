@@ -6,143 +6,134 @@ import "github.com/twmb/franz-go/pkg/kmsg"
 // partitions.
 const NoPartition int32 = -1
 
+// UnknownTopic is the name EachTopic gives a topic it cannot name: one
+// named by an id kproxy has not learnt from a Metadata response, or named
+// in a request kproxy does not open (see brokerOnly). Kafka topic names are
+// never empty, so it stands for no real topic; a rule that selects topics
+// must take it as possibly any of them (fail closed).
+const UnknownTopic = ""
+
 // EachTopic calls fn with every topic (and partition) a request names, in
-// order, resolving topic ids through ids, until fn returns false. Names
-// alias the request's frame: clone any that outlive it. Requests of APIs
-// that name no topics give no calls.
+// order, resolving topic ids through ids, until fn returns false. Every
+// request type that can name a topic is covered, by name or by id, nested
+// lists included (TestEachTopicCoversEveryRequest walks kmsg to keep it
+// so); topics kproxy cannot name come as UnknownTopic. A request for "all
+// topics" (Metadata with a null list, say) names none. Regular expressions
+// (subscriptions by pattern) are not topics: the topics they come to are
+// named by id in the requests that read them.
+//
+// Names alias the request's frame: clone any that outlive it. Requests of
+// APIs that name no topics give no calls.
 func EachTopic(req kmsg.Request, ids *TopicIDs, fn func(topic string, partition int32) bool) {
-	name := func(topic string, id [16]byte) string {
-		if topic == "" {
-			return ids.Name(id)
-		}
-		return topic
+	w := walk{ids: ids, fn: fn}
+	if BrokerOnly(req.Key()) {
+		fn(UnknownTopic, NoPartition)
+		return
 	}
-	parts := func(topic string, ps []int32) bool {
-		if len(ps) == 0 {
-			return fn(topic, NoPartition)
-		}
-		for _, p := range ps {
-			if !fn(topic, p) {
-				return false
-			}
-		}
+	if !w.data(req) {
+		w.admin(req)
+	}
+}
+
+// NamesTopics reports whether requests of key can name topics, so that a
+// rule selecting topics knows that a body it cannot read might.
+func NamesTopics(key int16) bool {
+	return key >= 0 && int(key) < len(topicKeys) && topicKeys[key]
+}
+
+// topicKeys are the API keys whose requests can name topics; the test
+// that walks kmsg keeps it in step with EachTopic.
+var topicKeys = func() (k [MaxKey + 1]bool) {
+	for _, key := range []int16{
+		0, 1, 2, 3, 4, 5, 6, 8, 9, 19, 20, 21, 23, 24, 27, 28, 29, 30, 31, 32, 33, 34, 35, 37,
+		43, 44, 45, 46, 47, 52, 53, 54, 55, 56, 58, 59, 61, 68, 73, 75, 76, 78, 79,
+		83, 84, 85, 86, 87, 88, 90, 91, 92, 93,
+	} {
+		k[key] = true
+	}
+	return k
+}()
+
+// BrokerOnly reports the APIs that only brokers and controllers send each
+// other (replication, KRaft quorum, share-group state, Envelope, which
+// carries a whole other request). A client behind kproxy has no business
+// sending them, so kproxy does not read their topics: they name
+// UnknownTopic, and every rule that selects topics selects them.
+func BrokerOnly(key int16) bool {
+	switch key {
+	case 4, 5, 6, // LeaderAndIsr, StopReplica, UpdateMetadata
+		52, 53, 54, 59, // Vote, BeginQuorumEpoch, EndQuorumEpoch, FetchSnapshot
+		56, 58, 73, // AlterPartition, Envelope, AssignReplicasToDirs
+		83, 84, 85, 86, 87: // Initialize/Read/Write/Delete/ReadSummary ShareGroupState
 		return true
 	}
-	switch r := req.(type) {
-	case *kmsg.ProduceRequest:
-		for _, t := range r.Topics {
-			for _, p := range t.Partitions {
-				if !fn(name(t.Topic, t.TopicID), p.Partition) {
-					return
-				}
-			}
-		}
-	case *kmsg.FetchRequest:
-		for _, t := range r.Topics {
-			for _, p := range t.Partitions {
-				if !fn(name(t.Topic, t.TopicID), p.Partition) {
-					return
-				}
-			}
-		}
-	case *kmsg.ListOffsetsRequest:
-		for _, t := range r.Topics {
-			for _, p := range t.Partitions {
-				if !fn(t.Topic, p.Partition) {
-					return
-				}
-			}
-		}
-	case *kmsg.MetadataRequest:
-		for _, t := range r.Topics {
-			if t.Topic != nil && !fn(*t.Topic, NoPartition) {
-				return
-			}
-		}
-	case *kmsg.OffsetCommitRequest:
-		for _, t := range r.Topics {
-			for _, p := range t.Partitions {
-				if !fn(name(t.Topic, t.TopicID), p.Partition) {
-					return
-				}
-			}
-		}
-	case *kmsg.TxnOffsetCommitRequest:
-		for _, t := range r.Topics {
-			for _, p := range t.Partitions {
-				if !fn(t.Topic, p.Partition) {
-					return
-				}
-			}
-		}
-	case *kmsg.OffsetFetchRequest:
-		for _, t := range r.Topics {
-			if !parts(t.Topic, t.Partitions) {
-				return
-			}
-		}
-		for _, g := range r.Groups {
-			for _, t := range g.Topics {
-				if !parts(t.Topic, t.Partitions) {
-					return
-				}
-			}
-		}
-	case *kmsg.OffsetDeleteRequest:
-		for _, t := range r.Topics {
-			for _, p := range t.Partitions {
-				if !fn(t.Topic, p.Partition) {
-					return
-				}
-			}
-		}
-	case *kmsg.AddPartitionsToTxnRequest:
-		for _, t := range r.Topics {
-			if !parts(t.Topic, t.Partitions) {
-				return
-			}
-		}
-		for _, tx := range r.Transactions {
-			for _, t := range tx.Topics {
-				if !parts(t.Topic, t.Partitions) {
-					return
-				}
-			}
-		}
-	case *kmsg.CreateTopicsRequest:
-		for _, t := range r.Topics {
-			if !fn(t.Topic, NoPartition) {
-				return
-			}
-		}
-	case *kmsg.CreatePartitionsRequest:
-		for _, t := range r.Topics {
-			if !fn(t.Topic, NoPartition) {
-				return
-			}
-		}
-	case *kmsg.DeleteTopicsRequest:
-		for _, t := range r.TopicNames {
-			if !fn(t, NoPartition) {
-				return
-			}
-		}
-		for _, t := range r.Topics {
-			topic := ""
-			if t.Topic != nil {
-				topic = *t.Topic
-			}
-			if topic = name(topic, t.TopicID); topic != "" && !fn(topic, NoPartition) {
-				return
-			}
-		}
-	case *kmsg.DeleteRecordsRequest:
-		for _, t := range r.Topics {
-			for _, p := range t.Partitions {
-				if !fn(t.Topic, p.Partition) {
-					return
-				}
-			}
+	return false
+}
+
+// walk reports the topics of one request to fn; each method returns false
+// once fn has asked to stop.
+type walk struct {
+	ids *TopicIDs
+	fn  func(topic string, partition int32) bool
+}
+
+// name is topic, or the name learnt for id when the request names the
+// topic by id only: UnknownTopic when the id was never learnt.
+func (w walk) name(topic string, id [16]byte) string {
+	if topic == "" {
+		return w.ids.Name(id)
+	}
+	return topic
+}
+
+// topic reports a topic named without partitions.
+func (w walk) topic(topic string, id [16]byte) bool { return w.fn(w.name(topic, id), NoPartition) }
+
+// nullable reports a topic whose name may be null (then named by id).
+func (w walk) nullable(topic *string, id [16]byte) bool {
+	name := ""
+	if topic != nil {
+		name = *topic
+	}
+	return w.topic(name, id)
+}
+
+// names reports a list of bare topic names.
+func (w walk) names(list []string) bool {
+	for _, t := range list {
+		if !w.fn(t, NoPartition) {
+			return false
 		}
 	}
+	return true
+}
+
+// numbers reports a topic with its partitions given as bare numbers; an
+// empty list names the topic alone.
+func (w walk) numbers(topic string, id [16]byte, ps []int32) bool {
+	name := w.name(topic, id)
+	if len(ps) == 0 {
+		return w.fn(name, NoPartition)
+	}
+	for _, p := range ps {
+		if !w.fn(name, p) {
+			return false
+		}
+	}
+	return true
+}
+
+// partitions reports a topic with its partitions given as structs, index
+// picking each one's number; an empty list names the topic alone.
+func partitions[P any](w walk, topic string, id [16]byte, ps []P, index func(*P) int32) bool {
+	name := w.name(topic, id)
+	if len(ps) == 0 {
+		return w.fn(name, NoPartition)
+	}
+	for i := range ps {
+		if !w.fn(name, index(&ps[i])) {
+			return false
+		}
+	}
+	return true
 }

@@ -17,11 +17,12 @@ const maxThrottle = 11 * time.Second
 
 // Kafka error codes a refusal uses.
 const (
-	codeTopicAuthorization   int16 = 29 // TOPIC_AUTHORIZATION_FAILED
-	codeGroupAuthorization   int16 = 30 // GROUP_AUTHORIZATION_FAILED
-	codeClusterAuthorization int16 = 31 // CLUSTER_AUTHORIZATION_FAILED
-	codePolicyViolation      int16 = 44 // POLICY_VIOLATION
-	codeThrottlingQuota      int16 = 89 // THROTTLING_QUOTA_EXCEEDED
+	codeTopicAuthorization   int16 = 29  // TOPIC_AUTHORIZATION_FAILED
+	codeGroupAuthorization   int16 = 30  // GROUP_AUTHORIZATION_FAILED
+	codeClusterAuthorization int16 = 31  // CLUSTER_AUTHORIZATION_FAILED
+	codePolicyViolation      int16 = 44  // POLICY_VIOLATION
+	codeThrottlingQuota      int16 = 89  // THROTTLING_QUOTA_EXCEEDED
+	codeUnknownTopicID       int16 = 100 // UNKNOWN_TOPIC_ID
 )
 
 // Outcome is what the relay does with a request.
@@ -251,7 +252,11 @@ func (e *Engine) Check(r *Request, body *framing.Body, now time.Time) Verdict {
 			}
 		case ru.Action == ActionReject && !(ru.Limits.rates() && Exempt(r.Key)):
 			ru.m.rejected.Inc()
-			return Verdict{Outcome: Reject, Code: refusalCode(ru, r, body), Rule: ru.Name, Reason: reason, Partitions: parts}
+			code := refusalCode(ru, r, body)
+			if code == codeUnknownTopicID {
+				reason = "a topic kproxy cannot name (an id it has not learnt), under rule " + ru.Name
+			}
+			return Verdict{Outcome: Reject, Code: code, Rule: ru.Name, Reason: reason, Partitions: parts}
 		case ru.Action == ActionThrottle && delay > v.Delay && !Exempt(r.Key):
 			v = Verdict{Outcome: Throttle, Delay: delay, Rule: ru.Name, Reason: reason}
 		}
@@ -297,7 +302,7 @@ func (ru *rule) selects(r *Request, body *framing.Body) bool {
 		return false
 	}
 	if len(ru.topics) > 0 || len(ru.except) > 0 {
-		return ru.matchesTopic(r, body)
+		return ru.matchTopics(r, body) != noTopic
 	}
 	return true
 }
@@ -306,7 +311,12 @@ func (ru *rule) selects(r *Request, body *framing.Body) bool {
 func (ru *rule) byTopic() bool { return len(ru.topics) > 0 || len(ru.except) > 0 }
 
 // topicSelected applies the rule's topic globs and exceptions to a name.
+// A topic kproxy cannot name may be any topic: every topic rule selects
+// it, so that a rule fails closed, never open.
 func (ru *rule) topicSelected(topic string) bool {
+	if topic == framing.UnknownTopic {
+		return true
+	}
 	for _, g := range ru.except {
 		if g.match(topic) {
 			return false
@@ -323,17 +333,37 @@ func (ru *rule) topicSelected(topic string) bool {
 	return false
 }
 
-func (ru *rule) matchesTopic(r *Request, body *framing.Body) bool {
+// topicMatch is how a request's topics meet a rule's topic selector.
+type topicMatch uint8
+
+const (
+	noTopic      topicMatch = iota // no topic selected
+	unknownTopic                   // only topics kproxy cannot name
+	namedTopic                     // a topic selected by its name
+)
+
+// matchTopics reports whether the request names a topic the rule selects.
+// A body kproxy cannot read (a version kmsg does not know, or a malformed
+// one) of an API that can name topics counts as naming an unknown topic.
+func (ru *rule) matchTopics(r *Request, body *framing.Body) topicMatch {
 	req, err := body.Request()
 	if err != nil || req == nil {
-		return false
+		if framing.NamesTopics(r.Key) {
+			return unknownTopic
+		}
+		return noTopic
 	}
-	found := false
+	m := noTopic
 	framing.EachTopic(req, r.Topics, func(topic string, _ int32) bool {
-		found = ru.topicSelected(topic)
-		return !found
+		switch {
+		case topic == framing.UnknownTopic:
+			m = unknownTopic
+		case ru.topicSelected(topic):
+			m = namedTopic
+		}
+		return m != namedTopic
 	})
-	return found
+	return m
 }
 
 // limit says whether the rule acts on the request (always, for a rule with
@@ -523,11 +553,16 @@ func (ru *rule) meter(r *Request, now time.Time) *meter {
 
 // refusalCode is the Kafka error a refused request gets, as a broker
 // would choose it: for access rules, TOPIC_AUTHORIZATION_FAILED when the
-// rule is about topics, GROUP_AUTHORIZATION_FAILED for group APIs,
+// rule is about topics (UNKNOWN_TOPIC_ID when only topics named by ids
+// kproxy has not learnt made it match: the client then refreshes its
+// metadata through kproxy, which learns the ids, and retries under the
+// rule), GROUP_AUTHORIZATION_FAILED for group APIs,
 // TOPIC_AUTHORIZATION_FAILED for other requests naming topics, and
-// CLUSTER_AUTHORIZATION_FAILED otherwise; over a rate, the quota error for
-// the topic-creation APIs in the versions that know it (KIP-599), else
-// POLICY_VIOLATION; over a size, MESSAGE_TOO_LARGE for Produce.
+// CLUSTER_AUTHORIZATION_FAILED otherwise (ACL and broker-only APIs too,
+// which a broker authorizes against the cluster); over a rate, the quota
+// error for the topic-creation APIs in the versions that know it
+// (KIP-599), else POLICY_VIOLATION; over a size, MESSAGE_TOO_LARGE for
+// Produce.
 func refusalCode(ru *rule, r *Request, body *framing.Body) int16 {
 	switch {
 	case ru.Limits.sizes() && r.Key == framing.KeyProduce:
@@ -538,9 +573,14 @@ func refusalCode(ru *rule, r *Request, body *framing.Body) int16 {
 		}
 		return codePolicyViolation
 	case ru.byTopic():
+		if ru.matchTopics(r, body) == unknownTopic {
+			return codeUnknownTopicID
+		}
 		return codeTopicAuthorization
 	case framing.GroupAPI(r.Key):
 		return codeGroupAuthorization
+	case framing.BrokerOnly(r.Key) || r.Key >= 29 && r.Key <= 31: // Describe/Create/DeleteAcls
+		return codeClusterAuthorization
 	}
 	if req, _ := body.Request(); req != nil && hasTopics(req, r.Topics) {
 		return codeTopicAuthorization

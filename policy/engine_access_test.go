@@ -82,7 +82,9 @@ func learn(t *testing.T, c call, id [16]byte, name string) {
 }
 
 // Topic rules see topics named by id (Fetch v13+) once Metadata has
-// taught kproxy the id.
+// taught kproxy the id; before, the id may be any topic, and the rule
+// refuses it with UNKNOWN_TOPIC_ID, which sends the client to refresh its
+// metadata (through kproxy, which learns the id) and retry.
 func TestAccessRejectFetchByTopicID(t *testing.T) {
 	f := versioned(kmsg.NewPtrFetchRequest(), 13)
 	ft := kmsg.NewFetchRequestTopic()
@@ -91,20 +93,23 @@ func TestAccessRejectFetchByTopicID(t *testing.T) {
 	f.Topics = append(f.Topics, ft)
 	e, _ := newEngine(t, deny("secret", Selector{Topics: []string{"secret*"}}))
 	c := request(t, f, "app-1")
-	if v := c.check(e, t0); v.Outcome != Pass {
-		t.Fatalf("unknown id: verdict %+v, want Pass", v)
+	if v := c.check(e, t0); v.Outcome != Reject || v.Code != 100 {
+		t.Fatalf("unknown id: verdict %+v, want Reject 100 (UNKNOWN_TOPIC_ID)", v)
 	}
 	c = request(t, f, "app-1")
 	learn(t, c, [16]byte{1}, "secret.keys")
 	if v := c.check(e, t0); v.Outcome != Reject || v.Code != 29 {
 		t.Fatalf("known id: verdict %+v, want Reject 29", v)
 	}
+	c = request(t, f, "app-1")
+	learn(t, c, [16]byte{1}, "orders")
+	if v := c.check(e, t0); v.Outcome != Pass {
+		t.Fatalf("id of another topic: verdict %+v, want Pass", v)
+	}
 }
 
-// KNOWN GAP (reported): DeleteTopics v6+ can name topics by id only, and
-// framing.EachTopic skips DeleteTopics topics whose name is null instead
-// of resolving the id, so a topic deny rule lets them through even when
-// the id is known.
+// DeleteTopics v6+ can name topics by id only: the id is resolved like
+// any other.
 func TestAccessRejectDeleteTopicsByID(t *testing.T) {
 	del := versioned(kmsg.NewPtrDeleteTopicsRequest(), 6)
 	del.Topics = []kmsg.DeleteTopicsRequestTopic{{TopicID: [16]byte{1}}}

@@ -258,7 +258,7 @@ func (p *pair) queueResponse(resp kmsg.Response, e correlate.Entry, v policy.Ver
 		p.s.tracer.Fail(e.Span, "kproxy.connection_closed")
 		return err
 	}
-	p.log.Debug().Str("rule", v.Rule).Str("api", framing.Name(e.APIKey)).Int16("error_code", v.Code).Msg("request refused by policy")
+	p.log.Debug().Str("rule", v.Rule).Str("api", framing.Name(e.APIKey)).Int16("error_code", v.Code).Str("reason", v.Reason).Msg("request refused by policy")
 	p.in.apply(p) // count the request before its answer
 	if p.inClient {
 		// The poller must not wait for wmu or the client: a goroutine

@@ -141,7 +141,7 @@ func requestCases() []requestCase {
 		{"fetch unknown id", fetchReq(16, "", topicID(98), 5), wantFacts{partitions: 1, partition: 5}},
 		{"list offsets", listOffsets, wantFacts{topics: []string{"orders"}, partitions: 1, partition: 7}},
 		{"metadata", metadata, wantFacts{topics: []string{"orders", "audit"}}},
-		{"metadata by id", metadataByID, wantFacts{}},
+		{"metadata by id", metadataByID, wantFacts{topics: []string{"orders"}}},
 		{"offset commit", offsetCommitReq(8, "grp", map[string][]int32{"audit": {0}, "orders": {0, 1}}),
 			wantFacts{topics: []string{"audit", "orders"}, partitions: 3, group: "grp"}},
 		{"txn offset commit", txnCommit, wantFacts{topics: []string{"orders"}, partitions: 2, group: "tg"}},

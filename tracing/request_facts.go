@@ -27,7 +27,8 @@ func contains(s []string, v string) bool {
 	return false
 }
 
-// requestFacts reads the facts of the main APIs; other APIs give none.
+// requestFacts reads the facts of a request: the topics of every API that
+// names any (framing.EachTopic), records and groups of the main ones.
 // Strings are cloned: the request aliases a frame that is released once
 // relayed, while the span is exported later.
 func requestFacts(req kmsg.Request, ids *framing.TopicIDs) facts {
