@@ -146,11 +146,17 @@ func (p *pair) flushUp(w netpoll.Writer) error {
 // policy refuses it.
 func (p *pair) forward(frame []byte, r netpoll.Reader, w netpoll.Writer) error {
 	p.in.bytes += int64(len(frame))
-	if p.table.Raw(frame) {
-		if _, err := p.push(correlate.Entry{Kind: correlate.RawToken, Start: p.in.stamp()}, r, w); err != nil {
+	if p.table.Sasl() {
+		raw, err := p.saslToken(frame, r, w)
+		if err != nil {
 			return err
 		}
-		return p.writeUp(w, frame)
+		if raw {
+			if _, err := p.push(correlate.Entry{Kind: correlate.RawToken, Start: p.in.stamp()}, r, w); err != nil {
+				return err
+			}
+			return p.writeUp(w, frame)
+		}
 	}
 	h, err := framing.ParseRequestHeader(frame)
 	if err != nil {
@@ -309,8 +315,10 @@ func (p *pair) refuseOversize(r netpoll.Reader, w netpoll.Writer, limit int) (bo
 	if err != nil {
 		return false, err
 	}
-	if p.table.Raw(head) {
-		return false, nil
+	if p.table.Sasl() {
+		if raw, err := p.saslToken(head, r, w); raw || err != nil {
+			return false, err // a token is relayed untouched
+		}
 	}
 	h, err := framing.ParseRequestHeader(head)
 	if err != nil && want < framing.SizeLen+size {
