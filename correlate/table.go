@@ -29,7 +29,9 @@ type Table struct {
 	n      int
 	nextID int32
 	closed bool
-	sasl   saslState
+	// draining is set by Drain: Push takes nothing new.
+	draining bool
+	sasl     saslState
 
 	// Mirrors of state kept under mu, read without it on the hot path:
 	// whether client frames need Frame's lock (saslState.on), and how many
@@ -64,12 +66,16 @@ func (t *Table) Len() int {
 }
 
 // Push appends e and returns the upstream correlation id given to it. It
-// never blocks: a full table returns ErrFull.
+// never blocks: a full table returns ErrFull, and one Drain was called on
+// ErrDraining.
 func (t *Table) Push(e Entry) (int32, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
 		return 0, ErrClosed
+	}
+	if t.draining {
+		return 0, ErrDraining
 	}
 	if t.n == t.max {
 		return 0, ErrFull
