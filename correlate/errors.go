@@ -22,3 +22,11 @@ type MismatchError struct {
 func (e *MismatchError) Error() string {
 	return fmt.Sprintf("response correlation id %d does not match the oldest in-flight request (upstream id %d, client id %d)", e.Got, e.Want, e.ClientID)
 }
+
+// ErrDraining is returned by Push once Drain was called: the request was
+// not recorded, so it must not be sent.
+var ErrDraining = errors.New("in-flight table draining")
+
+// ErrAwaitingAnswer is returned by WaitAnswered when its time is up and
+// the answer a held frame waits for has not come.
+var ErrAwaitingAnswer = errors.New("awaiting the answer to a SASL handshake or token")

@@ -3,6 +3,7 @@ package correlate
 import (
 	"encoding/binary"
 	"strings"
+	"time"
 
 	"github.com/kproxy/kproxy/framing"
 )
@@ -11,11 +12,39 @@ import (
 // SASL tokens framed as `int32 size | token`, with no Kafka header and no
 // correlation id, until authentication completes. saslState tracks that
 // phase so those frames are relayed untouched and matched by position.
+//
+// kproxy must never call raw a frame the broker reads as a request: that
+// frame would pass no rule. The broker decides from answers kproxy has not
+// seen yet when a client pipelines (whether the handshake succeeded, when
+// the last token completed the exchange), so a client frame behind an
+// unanswered SaslHandshake v0, or behind an unanswered token of a
+// mechanism with a known number of rounds, waits for that answer. A
+// client may send nothing there anyway: in the v0 flow it sends a token
+// and reads the broker's before it sends anything else.
 type saslState struct {
-	raw     bool
-	rounds  int8 // token round trips left; 0 while raw means "unknown"
-	pending int  // RawToken entries in the table
+	raw        bool
+	rounds     int8 // token round trips left; 0 while raw means "unknown"
+	handshakes int  // SaslHandshake v0 requests in the table
+	tokens     int  // RawToken entries in the table
 }
+
+// on reports whether client frames need Frame's lock: a handshake is
+// unanswered or the raw phase is on.
+func (s *saslState) on() bool { return s.raw || s.handshakes > 0 }
+
+// FrameKind is what Frame makes of a client frame.
+type FrameKind uint8
+
+const (
+	// FrameRequest: a Kafka request, relayed with its header parsed and
+	// every rule applied.
+	FrameRequest FrameKind = iota
+	// FrameToken: a raw SASL token, relayed untouched.
+	FrameToken
+	// FrameWait: not known until an answer the broker still owes
+	// arrives; hold the frame (and stop reading) until WaitAnswered.
+	FrameWait
+)
 
 // SaslRounds returns how many token round trips a mechanism takes in the
 // v0 flow, or 0 when it varies (GSSAPI and unknown mechanisms).
@@ -30,6 +59,7 @@ func SaslRounds(mechanism string) int8 {
 }
 
 func (s *saslState) handshakeAnswered(frame []byte, rounds int8) {
+	s.handshakes--
 	// v0 response: size, correlation id, then error_code int16.
 	if len(frame) < 10 || binary.BigEndian.Uint16(frame[8:]) != 0 {
 		return
@@ -38,6 +68,7 @@ func (s *saslState) handshakeAnswered(frame []byte, rounds int8) {
 }
 
 func (s *saslState) tokenAnswered() {
+	s.tokens--
 	if s.rounds > 0 {
 		if s.rounds--; s.rounds == 0 {
 			s.raw = false
@@ -45,28 +76,75 @@ func (s *saslState) tokenAnswered() {
 	}
 }
 
-// Raw reports whether a client frame is a raw SASL token. When the number
-// of rounds is unknown, the raw phase ends at the first client frame that
-// parses as a known Kafka request while no token is awaiting its answer:
-// the client only sends requests once authentication has completed.
-func (t *Table) Raw(frame []byte) bool {
-	if !t.raw.Load() {
-		return false // the common case, without the lock
+// mustWait reports whether the next client frame depends on an answer
+// still owed: the handshake's (raw or not), or a counted token's (another
+// token or the first request). Tokens of a mechanism with unknown rounds
+// are not waited for: GSSAPI's last token gets no answer at all.
+func (s *saslState) mustWait() bool {
+	return s.handshakes > 0 || s.raw && s.rounds > 0 && s.tokens > 0
+}
+
+// Frame says what a client frame is. The caller relays FrameRequest and
+// FrameToken frames as such, and holds a FrameWait frame until
+// WaitAnswered returns, then asks again. When the number of rounds is
+// unknown, the raw phase ends at the first client frame that parses as a
+// known Kafka request: the client only sends requests once authentication
+// has completed. Tokens still unanswered then never will be (GSSAPI's last
+// one): they leave the table, and retired says how many. An answer that
+// comes for one after all meets a request's entry and fails the pair, so
+// a disagreement with the broker closes the connection rather than
+// letting a request through unjudged.
+func (t *Table) Frame(frame []byte) (kind FrameKind, retired int) {
+	if !t.saslOn.Load() {
+		return FrameRequest, 0 // the common case, without the lock
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	s := &t.sasl
-	defer func() { t.raw.Store(s.raw) }()
-	if !s.raw {
-		return false
-	}
-	if s.rounds == 0 && s.pending == 0 {
+	defer func() { t.saslOn.Store(s.on()) }()
+	switch {
+	case s.mustWait():
+		return FrameWait, 0
+	case !s.raw:
+		return FrameRequest, 0
+	case s.rounds == 0:
 		if h, err := framing.ParseRequestHeader(frame); err == nil && h.HeaderVersion >= 0 {
 			s.raw = false
-			return false
+			return FrameRequest, t.retireTokens()
 		}
 	}
-	return true
+	return FrameToken, 0
+}
+
+// Sasl reports whether client frames must go through Frame: a SaslHandshake
+// v0 awaits its answer, or the raw phase is on. Read without the lock.
+func (t *Table) Sasl() bool { return t.saslOn.Load() }
+
+// retireTokens drops the RawToken entries at the tail of the table, the
+// tokens sent since the raw phase began. The caller holds mu.
+func (t *Table) retireTokens() int {
+	n := 0
+	for t.n > 0 {
+		i := (t.head + t.n - 1) % len(t.ring)
+		if t.ring[i].Kind != RawToken {
+			break
+		}
+		t.ring[i] = Entry{}
+		t.n--
+		t.sasl.tokens--
+		n++
+	}
+	if n > 0 {
+		t.signal()
+	}
+	return n
+}
+
+// WaitAnswered blocks until a frame Frame held can be judged (nil), the
+// table is closed (ErrClosed), or d has passed (ErrAwaitingAnswer), so the
+// caller can check its own bounds meanwhile.
+func (t *Table) WaitAnswered(d time.Duration) error {
+	return t.wait(d, ErrAwaitingAnswer, func() bool { return t.sasl.mustWait() })
 }
 
 // HandshakeRounds reads the mechanism from a SaslHandshake request body and

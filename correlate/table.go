@@ -29,12 +29,14 @@ type Table struct {
 	n      int
 	nextID int32
 	closed bool
-	sasl   saslState
+	// draining is set by Drain: Push takes nothing new.
+	draining bool
+	sasl     saslState
 
 	// Mirrors of state kept under mu, read without it on the hot path:
-	// whether SASL raw-token mode is on, and how many synthetic entries
-	// are queued. Both are written only under mu.
-	raw       atomic.Bool
+	// whether client frames need Frame's lock (saslState.on), and how many
+	// synthetic entries are queued. Both are written only under mu.
+	saslOn    atomic.Bool
 	synthetic atomic.Int32
 }
 
@@ -64,12 +66,16 @@ func (t *Table) Len() int {
 }
 
 // Push appends e and returns the upstream correlation id given to it. It
-// never blocks: a full table returns ErrFull.
+// never blocks: a full table returns ErrFull, and one Drain was called on
+// ErrDraining.
 func (t *Table) Push(e Entry) (int32, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
 		return 0, ErrClosed
+	}
+	if t.draining {
+		return 0, ErrDraining
 	}
 	if t.n == t.max {
 		return 0, ErrFull
@@ -80,8 +86,13 @@ func (t *Table) Push(e Entry) (int32, error) {
 	e.UpstreamID = t.nextID
 	t.nextID++ // wraps; ids are opaque to the broker
 	switch e.Kind {
+	case Forwarded:
+		if e.APIKey == framing.KeySaslHandshake && e.APIVersion == 0 {
+			t.sasl.handshakes++ // frames behind it wait for its answer
+			t.saslOn.Store(true)
+		}
 	case RawToken:
-		t.sasl.pending++
+		t.sasl.tokens++
 	case Synthetic:
 		t.synthetic.Add(1)
 	}
@@ -101,22 +112,29 @@ func (t *Table) NextID() int32 {
 // WaitRoom blocks until the table has room (nil), is closed (ErrClosed), or
 // d has passed (ErrFull), so the caller can check its own bounds meanwhile.
 func (t *Table) WaitRoom(d time.Duration) error {
+	return t.wait(d, ErrFull, func() bool { return t.n == t.max })
+}
+
+// wait blocks while blocked (called under mu) holds, until the table is
+// closed (ErrClosed) or d has passed (timeout). Every pop wakes it to look
+// again; only the request side waits, so one waiter at a time.
+func (t *Table) wait(d time.Duration, timeout error, blocked func() bool) error {
 	timer := time.NewTimer(d)
 	defer timer.Stop()
 	for {
 		t.mu.Lock()
-		full, closed := t.n == t.max, t.closed
+		held, closed := blocked(), t.closed
 		t.mu.Unlock()
 		switch {
 		case closed:
 			return ErrClosed
-		case !full:
+		case !held:
 			return nil
 		}
 		select {
 		case <-t.room:
 		case <-timer.C:
-			return ErrFull
+			return timeout
 		}
 	}
 }
@@ -136,9 +154,8 @@ func (t *Table) Pop(frame []byte) (Entry, error) {
 	h := &t.ring[t.head]
 	switch h.Kind {
 	case RawToken:
-		t.sasl.pending--
 		t.sasl.tokenAnswered()
-		t.raw.Store(t.sasl.raw)
+		t.saslOn.Store(t.sasl.on())
 	case Synthetic:
 		return Entry{}, errors.New("synthetic response still queued ahead of an upstream response")
 	default:
@@ -150,7 +167,7 @@ func (t *Table) Pop(frame []byte) (Entry, error) {
 		}
 		if h.APIKey == framing.KeySaslHandshake && h.APIVersion == 0 {
 			t.sasl.handshakeAnswered(frame, h.SaslRounds)
-			t.raw.Store(t.sasl.raw)
+			t.saslOn.Store(t.sasl.on())
 		}
 	}
 	return t.popHead(), nil
@@ -179,11 +196,16 @@ func (t *Table) popHead() Entry {
 	t.ring[t.head] = Entry{} // drop references to spans and frames
 	t.head = (t.head + 1) % len(t.ring)
 	t.n--
+	t.signal()
+	return e
+}
+
+// signal wakes a waiter after entries left the table. The caller holds mu.
+func (t *Table) signal() {
 	select {
 	case t.room <- struct{}{}:
 	default:
 	}
-	return e
 }
 
 // Close fails the table: every later call returns ErrClosed, a blocked

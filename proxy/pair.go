@@ -155,10 +155,28 @@ func (s *Server) onRequest(ctx context.Context, c netpoll.Connection) error {
 }
 
 // drain asks the pair to finish what is in flight, take nothing new, and
-// close.
+// close. The table decides under its lock what was sent (its responses are
+// awaited) and refuses everything after (never sent), so no request
+// reaches the broker to have its response dropped by the close.
 func (p *pair) drain() {
 	p.draining.Store(true)
-	if p.table.Len() == 0 {
+	if p.table.Drain() {
+		go p.closeIfDrained() // may wait for a response batch being written
+	}
+}
+
+// closeIfDrained closes a draining pair once every response owed has been
+// written to the client. An entry leaves the table before its response is
+// flushed, so "drained" is read under wmu, which the writer holds until
+// its batch is out. The caller must not hold wmu.
+func (p *pair) closeIfDrained() {
+	if !p.draining.Load() {
+		return
+	}
+	p.wmu.Lock()
+	drained := p.table.Drained()
+	p.wmu.Unlock()
+	if drained {
 		p.close(reasonDrained, nil)
 	}
 }

@@ -50,8 +50,10 @@ func (p *pair) refuseOversize(r netpoll.Reader, w netpoll.Writer, limit int) (bo
 	if err != nil {
 		return false, err
 	}
-	if p.table.Raw(head) {
-		return false, nil
+	if p.table.Sasl() {
+		if raw, err := p.saslToken(head, r, w); raw || err != nil {
+			return false, err // a token is relayed untouched
+		}
 	}
 	h, err := framing.ParseRequestHeader(head)
 	if err != nil && want < framing.SizeLen+size {

@@ -1,8 +1,11 @@
 package proxy
 
 import (
+	"errors"
+
 	"github.com/cloudwego/netpoll"
 
+	"github.com/kproxy/kproxy/correlate"
 	"github.com/kproxy/kproxy/framing"
 )
 
@@ -19,6 +22,11 @@ func (p *pair) relayRequestsInline(r netpoll.Reader) {
 		if frame, err = framing.Next(r, max); err == nil {
 			err = p.forward(frame, r, w)
 		}
+	}
+	if errors.Is(err, correlate.ErrDraining) {
+		// Not sent, nor is what follows (each is refused the same way
+		// when netpoll calls again for it); what was pushed before goes.
+		err = nil
 	}
 	p.in.apply(p)
 	p.s.m.batch[batchRequests][onPoller].Inc()
@@ -72,7 +80,9 @@ func (p *pair) relayResponsesInline(r netpoll.Reader) {
 	// The spans read the response bytes, which Release gives back.
 	p.endSpans()
 	r.Release()
-	if p.draining.Load() && p.table.Len() == 0 {
+	// The caller holds wmu: drained means every response is written, but
+	// for what a goroutine still flushes (finishSend checks after it).
+	if p.draining.Load() && !p.clientHanded && p.table.Drained() {
 		go p.close(reasonDrained, nil)
 	}
 }
@@ -85,6 +95,7 @@ func (p *pair) finishSend(w netpoll.Writer, owner interface{ Unlock() }, side st
 		p.closeOnError(side, wrap(err))
 	}
 	owner.Unlock()
+	p.closeIfDrained() // the last responses of a drain may have been these
 }
 
 // abandon ends an inline batch that failed. The input left is dropped, or

@@ -44,9 +44,7 @@ func (p *pair) onClient(_ context.Context, c netpoll.Connection) error {
 		if p.draining.Load() {
 			// Send nothing new; the response side closes the pair when
 			// the table empties, or Drain does at its deadline.
-			if p.table.Len() == 0 {
-				p.close(reasonDrained, nil)
-			}
+			p.closeIfDrained()
 			<-p.done
 			return nil
 		}
@@ -98,6 +96,9 @@ func (p *pair) relayRequests(r netpoll.Reader) error {
 		}
 		if limit := p.s.policies.Load().MaxFrame(); limit > 0 {
 			refused, err := p.refuseOversize(r, w, limit)
+			if errors.Is(err, correlate.ErrDraining) {
+				break // not sent; the pair closes once what was sent is answered
+			}
 			if err != nil {
 				return err
 			}
@@ -120,7 +121,9 @@ func (p *pair) relayRequests(r netpoll.Reader) error {
 			return err
 		}
 		batched += len(frame)
-		if err := p.forward(frame, r, w); err != nil {
+		if err := p.forward(frame, r, w); errors.Is(err, correlate.ErrDraining) {
+			break // as above
+		} else if err != nil {
 			return err
 		}
 		if p.mutedUntil != 0 && p.muted(time.Now()) > 0 {
@@ -146,11 +149,17 @@ func (p *pair) flushUp(w netpoll.Writer) error {
 // policy refuses it.
 func (p *pair) forward(frame []byte, r netpoll.Reader, w netpoll.Writer) error {
 	p.in.bytes += int64(len(frame))
-	if p.table.Raw(frame) {
-		if _, err := p.push(correlate.Entry{Kind: correlate.RawToken, Start: p.in.stamp()}, r, w); err != nil {
+	if p.table.Sasl() {
+		raw, err := p.saslToken(frame, r, w)
+		if err != nil {
 			return err
 		}
-		return p.writeUp(w, frame)
+		if raw {
+			if _, err := p.push(correlate.Entry{Kind: correlate.RawToken, Start: p.in.stamp()}, r, w); err != nil {
+				return err
+			}
+			return p.writeUp(w, frame)
+		}
 	}
 	h, err := framing.ParseRequestHeader(frame)
 	if err != nil {

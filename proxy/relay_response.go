@@ -35,9 +35,11 @@ func (p *pair) onUpstream(_ context.Context, c netpoll.Connection) error {
 			return nil
 		}
 		r.Release()
-		if p.draining.Load() && p.table.Len() == 0 {
-			p.close(reasonDrained, nil)
-			return nil
+		if p.draining.Load() {
+			p.closeIfDrained()
+			if p.closed.Load() {
+				return nil
+			}
 		}
 		if !p.linger(c) {
 			return nil

@@ -1,0 +1,146 @@
+package proxy
+
+import (
+	"context"
+	"math/rand/v2"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// countingBroker answers every request at once and counts the requests it
+// read whole, over all its connections; wg is done when the conns
+// connections it expects have ended.
+type countingBroker struct {
+	ln   net.Listener
+	took atomic.Int64
+	wg   sync.WaitGroup
+}
+
+func startCountingBroker(t *testing.T, conns int) *countingBroker {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &countingBroker{ln: ln}
+	t.Cleanup(func() { ln.Close() })
+	b.wg.Add(conns)
+	go func() {
+		for range conns {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer b.wg.Done()
+				defer c.Close()
+				for {
+					f, err := readFrame(c)
+					if err != nil {
+						return
+					}
+					b.took.Add(1)
+					echoResponse(c, f, []byte{0, 0, 0, 0, 0, 0}) // ApiVersions v0: no error, no keys
+				}
+			}()
+		}
+	}()
+	return b
+}
+
+// A drain that races new requests must never close a connection after a
+// request reached the broker and before its response reached the client:
+// a producer would retry it and apply it twice. Clients send one request
+// at a time, so their tables are often empty when Drain looks; every round
+// checks that the broker read exactly as many requests as the clients got
+// responses (requests kproxy did not send are safe to retry).
+func TestDrainRacingRequestsLosesNoResponse(t *testing.T) {
+	const clients = 8
+	deadline := time.Now().Add(8 * time.Second)
+	for round := 0; round < 300 && time.Now().Before(deadline); round++ {
+		b := startCountingBroker(t, clients)
+		env := startProxy(t, b.ln.Addr().String())
+		var got atomic.Int64
+		var started, ended sync.WaitGroup
+		started.Add(clients)
+		ended.Add(clients)
+		for range clients {
+			c := dialRaw(t, env.addr)
+			c.SetDeadline(time.Now().Add(10 * time.Second))
+			go func() {
+				defer ended.Done()
+				first := sync.OnceFunc(started.Done) // one answer, or the end
+				defer first()
+				for n := int32(0); ; n++ {
+					if _, err := c.Write(apiVersionsV0(n)); err != nil {
+						return
+					}
+					if _, err := readFrame(c); err != nil {
+						return
+					}
+					got.Add(1)
+					first()
+				}
+			}()
+		}
+		started.Wait()
+		time.Sleep(time.Duration(rand.IntN(300)) * time.Microsecond)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := env.srv.Drain(ctx)
+		cancel()
+		if err != nil {
+			t.Fatalf("round %d: drain: %v", round, err)
+		}
+		ended.Wait()
+		b.wg.Wait()
+		if took, got := b.took.Load(), got.Load(); took != got {
+			t.Fatalf("round %d: the broker read %d requests, the clients got %d responses: %d responses lost in the drain", round, took, got, took-got)
+		}
+	}
+}
+
+// A response leaves the in-flight table before the batch holding it is
+// flushed to the client. A drain that finds the table empty at that moment
+// must wait for the flush, not close the connection under it: here the
+// test holds the client writer as a response batch does, after its last
+// entry was popped, and writes that response only once drain has run.
+func TestDrainWaitsForTheResponseBeingWritten(t *testing.T) {
+	up := startFakeUpstream(t, func(c net.Conn, f []byte) { echoResponse(c, f, []byte{0, 0, 0, 0, 0, 0}) })
+	env := startProxy(t, up.addr())
+	c := dialRaw(t, env.addr)
+	c.SetDeadline(time.Now().Add(10 * time.Second))
+	c.Write(apiVersionsV0(1))
+	if _, err := readFrame(c); err != nil {
+		t.Fatal(err)
+	}
+	env.srv.mu.Lock()
+	var p *pair
+	for q := range env.srv.pairs {
+		p = q
+	}
+	env.srv.mu.Unlock()
+
+	p.wmu.Lock() // a response batch, its entry popped, not yet flushed
+	p.drain()
+	time.Sleep(100 * time.Millisecond) // time for a wrong close to happen
+	if p.closed.Load() {
+		p.wmu.Unlock() // (writing to the closed connection would panic in netpoll)
+		t.Fatal("the drain closed the connection while a response was being written to it")
+	}
+	w := p.client.Writer()
+	_, err := w.WriteBinary([]byte{0, 0, 0, 6, 0, 0, 0, 2, 0, 0}) // a response frame with id 2
+	if err == nil {
+		err = w.Flush()
+	}
+	p.wmu.Unlock()
+	if err != nil {
+		t.Fatalf("the drain closed the connection while a response was being written: %v", err)
+	}
+	if f, err := readFrame(c); err != nil || corrOf(f) != 2 {
+		t.Fatalf("the response being written when the drain began was lost: %x %v", f, err)
+	}
+	expectClosed(t, c, 5*time.Second)
+}
