@@ -8,6 +8,8 @@ import (
 
 	"github.com/bytedance/gopkg/util/gopool"
 	"github.com/cloudwego/netpoll"
+
+	"github.com/kproxy/kproxy/framing"
 )
 
 // inlineMaxBytes bounds the input a batch relayed on the poller may hold:
@@ -20,11 +22,13 @@ const inlineMaxBytes = 64 << 10
 // relays the bytes, with no wake-up of a second thread per frame. It is
 // taken only when the batch cannot block: whole frames only, room in the
 // in-flight table, no rule that could throttle, no frame a size rule must
-// judge from its header, and the writer free. Everything else (partial
-// frames, throttling rules, back-pressure, draining) runs in the pool as
-// before. kproxy's own answers to refused requests are written by a
-// goroutine (see queueAnswer). A handler on the
-// poller must not panic past its own recover: netpoll would then close the
+// judge from its header, no Produce whose records the tracer may inflate
+// (tracing.links.decompress: a decompression bomb stalled every
+// connection on the poller), and the writer free. Everything else
+// (partial frames, throttling rules, back-pressure, draining, inflating)
+// runs in the pool as before. kproxy's own answers to refused requests
+// are written by a goroutine (see queueAnswer). A handler on the poller
+// must not panic past its own recover: netpoll would then close the
 // connection on the poller, which waits for itself.
 func runTask(ctx context.Context, f func()) {
 	if p, ok := ctx.Value(pairKey{}).(*pair); ok && p.clientInline() {
@@ -70,9 +74,12 @@ func (p *pair) clientInline() bool {
 	if eng.MayThrottle() {
 		return false // a throttle pauses the client, which the poller cannot
 	}
-	k, largest, ok := wholeFrames(p.client.Reader(), p.s.framing.MaxRequestBytes)
+	k, largest, produce, ok := wholeFrames(p.client.Reader(), p.s.framing.MaxRequestBytes)
 	if !ok || p.table.Len()+k > p.s.table.MaxInFlight {
 		return false
+	}
+	if produce && p.s.tracer.InflatesRecords() {
+		return false // inflating records, even within budget, is not the poller's work
 	}
 	if limit := eng.MaxFrame(); limit > 0 && largest > limit {
 		return false // refused frames are judged from their header in the pool
@@ -96,7 +103,7 @@ func (p *pair) upstreamInline() bool {
 	if !p.s.inline || p.cli == nil || !p.upReady.Load() || p.failing.Load() {
 		return false
 	}
-	if _, _, ok := wholeFrames(p.upstream.Reader(), p.s.framing.MaxResponseBytes); !ok || !p.upstreamTask.TryLock() {
+	if _, _, _, ok := wholeFrames(p.upstream.Reader(), p.s.framing.MaxResponseBytes); !ok || !p.upstreamTask.TryLock() {
 		return false
 	}
 	if p.closed.Load() || !p.wmu.TryLock() {
@@ -108,27 +115,29 @@ func (p *pair) upstreamInline() bool {
 
 // wholeFrames counts the frames buffered in r, with the largest frame's
 // size, and reports whether they are all whole, valid and together no more
-// than inlineMaxBytes. Only the poller adds input, and it is the caller,
-// so the answer holds for the task it is about to run.
-func wholeFrames(r netpoll.Reader, limit int) (k, largest int, ok bool) {
+// than inlineMaxBytes, and whether one is a Produce request (for requests;
+// it means nothing for responses). Only the poller adds input, and it is
+// the caller, so the answer holds for the task it is about to run.
+func wholeFrames(r netpoll.Reader, limit int) (k, largest int, produce, ok bool) {
 	n := r.Len()
 	if n < 4 || n > inlineMaxBytes {
-		return 0, 0, false
+		return 0, 0, false, false
 	}
 	b, err := r.Peek(n)
 	if err != nil {
-		return 0, 0, false
+		return 0, 0, false, false
 	}
 	for len(b) >= 4 {
 		size := int32(binary.BigEndian.Uint32(b))
 		if size < 0 || int(size) > limit || int(size) > len(b)-4 {
-			return 0, 0, false // partial or over the limit: the pool path reports it
+			return 0, 0, false, false // partial or over the limit: the pool path reports it
 		}
+		produce = produce || size >= 2 && int16(binary.BigEndian.Uint16(b[4:])) == framing.KeyProduce
 		b = b[4+size:]
 		k++
 		largest = max(largest, 4+int(size))
 	}
-	return k, largest, len(b) == 0
+	return k, largest, produce, len(b) == 0
 }
 
 // upstreamKey marks the context of a pair's upstream connection.
