@@ -23,10 +23,12 @@ const inlineMaxBytes = 64 << 10
 // taken only when the batch cannot block: whole frames only, room in the
 // in-flight table, no rule that could throttle, no frame a size rule must
 // judge from its header, no SASL v0 exchange (frames may wait for the
-// broker's answer), and the writer free. Everything else (partial frames,
-// throttling rules, back-pressure, SASL, draining) runs in the pool as
-// before. kproxy's own answers to refused requests are written by a
-// goroutine (see queueAnswer). A handler on the
+// broker's answer), no Produce whose records the tracer may inflate
+// (tracing.links.decompress: a decompression bomb stalled every
+// connection on the poller), and the writer free. Everything else
+// (partial frames, throttling rules, back-pressure, SASL, draining,
+// inflating) runs in the pool as before. kproxy's own answers to refused
+// requests are written by a goroutine (see queueAnswer). A handler on the
 // poller must not panic past its own recover: netpoll would then close the
 // connection on the poller, which waits for itself.
 func runTask(ctx context.Context, f func()) {
@@ -76,9 +78,12 @@ func (p *pair) clientInline() bool {
 	if p.table.Sasl() {
 		return false // frames may have to wait for the broker's answer
 	}
-	k, largest, handshake, ok := wholeFrames(p.client.Reader(), p.s.framing.MaxRequestBytes)
-	if !ok || handshake || p.table.Len()+k > p.s.table.MaxInFlight {
+	k, largest, keys, ok := wholeFrames(p.client.Reader(), p.s.framing.MaxRequestBytes)
+	if !ok || keys.handshake || p.table.Len()+k > p.s.table.MaxInFlight {
 		return false // a SaslHandshake v0 would hold the frames behind it
+	}
+	if keys.produce && p.s.tracer.InflatesRecords() {
+		return false // inflating records, even within budget, is not the poller's work
 	}
 	if limit := eng.MaxFrame(); limit > 0 && largest > limit {
 		return false // refused frames are judged from their header in the pool
@@ -115,32 +120,43 @@ func (p *pair) upstreamInline() bool {
 // wholeFrames counts the frames buffered in r, with the largest frame's
 // size, and reports whether they are all whole, valid and together no more
 // than inlineMaxBytes. Only the poller adds input, and it is the caller,
-// so the answer holds for the task it is about to run. For requests,
-// handshake says whether one of them is a SaslHandshake, read from where
-// a request keeps its api key (responses have their correlation id there).
-func wholeFrames(r netpoll.Reader, limit int) (k, largest int, handshake, ok bool) {
+// so the answer holds for the task it is about to run. For requests, keys
+// says which of the API keys the runner cares about are among them, read
+// from where a request keeps its api key (it means nothing for responses,
+// which have their correlation id there).
+func wholeFrames(r netpoll.Reader, limit int) (k, largest int, keys frameKeys, ok bool) {
 	n := r.Len()
 	if n < 4 || n > inlineMaxBytes {
-		return 0, 0, false, false
+		return 0, 0, frameKeys{}, false
 	}
 	b, err := r.Peek(n)
 	if err != nil {
-		return 0, 0, false, false
+		return 0, 0, frameKeys{}, false
 	}
 	for len(b) >= 4 {
 		size := int32(binary.BigEndian.Uint32(b))
 		if size < 0 || int(size) > limit || int(size) > len(b)-4 {
-			return 0, 0, false, false // partial or over the limit: the pool path reports it
+			return 0, 0, frameKeys{}, false // partial or over the limit: the pool path reports it
 		}
-		if size >= 2 && int16(binary.BigEndian.Uint16(b[4:])) == framing.KeySaslHandshake {
-			handshake = true
+		if size >= 2 {
+			switch int16(binary.BigEndian.Uint16(b[4:])) {
+			case framing.KeySaslHandshake:
+				keys.handshake = true
+			case framing.KeyProduce:
+				keys.produce = true
+			}
 		}
 		b = b[4+size:]
 		k++
 		largest = max(largest, 4+int(size))
 	}
-	return k, largest, handshake, len(b) == 0
+	return k, largest, keys, len(b) == 0
 }
+
+// frameKeys is what wholeFrames saw of a batch's request keys: a
+// SaslHandshake (the frames behind it may have to wait for its answer)
+// and a Produce (its records may be inflated for trace links).
+type frameKeys struct{ handshake, produce bool }
 
 // upstreamKey marks the context of a pair's upstream connection.
 type upstreamKey struct{}

@@ -36,8 +36,26 @@ type LinksConfig struct {
 	// Max bounds links per span; 0 turns record inspection off.
 	Max int `yaml:"max"`
 	// Decompress also reads headers inside compressed batches (gzip,
-	// snappy, lz4, zstd), at the cost of decompressing sampled produces.
+	// snappy, lz4, zstd), at the cost of decompressing produces: sampled
+	// ones, and all of them with ChildOfSingleRecord. Such produces are
+	// relayed from the goroutine pool, never on netpoll's poller.
 	Decompress bool `yaml:"decompress"`
+	// MaxDecompressedBytes bounds what one request's batches may inflate
+	// to, all together. Decoding stops as soon as it is reached; the links
+	// found so far are kept and the span says
+	// kproxy.links_incomplete=true and kproxy.links_truncated=true. The
+	// request itself is relayed untouched. The default, 1 MiB, is
+	// Kafka's default max.request.size: ordinary produces (16 KiB
+	// batches, compressed a few times over) inflate well within it, and
+	// the first traced records already give the links; a batch crafted
+	// to inflate 16 MiB from a few hundred bytes costs ~1 MiB of
+	// inflation (plus the decoder's block in progress) instead of 16.
+	MaxDecompressedBytes int `yaml:"max_decompressed_bytes"`
+	// MaxDecompressedBatches bounds the compressed batches one request
+	// may open (a produce has one per partition), since each costs a
+	// decoder set-up even when it inflates to nothing; past it the links
+	// are marked as above. Default 64.
+	MaxDecompressedBatches int `yaml:"max_decompressed_batches"`
 	// ChildOfSingleRecord makes the span of a produce that carries exactly
 	// one traced record a child of that record's context instead of
 	// linking to it.
@@ -46,7 +64,7 @@ type LinksConfig struct {
 
 // Defaults returns the section as used when kproxy.yaml leaves it out.
 func Defaults() Config {
-	return Config{Protocol: "grpc", ServiceName: "kproxy", MaxQueueSize: 8192, Links: LinksConfig{Max: 16}}
+	return Config{Protocol: "grpc", ServiceName: "kproxy", MaxQueueSize: 8192, Links: LinksConfig{Max: 16, MaxDecompressedBytes: 1 << 20, MaxDecompressedBatches: 64}}
 }
 
 // Validate reports the first invalid field.
@@ -60,6 +78,10 @@ func (c Config) Validate() error {
 		return fielderr.New("max_queue_size", "must be at least 1")
 	case c.Links.Max < 0 || c.Links.Max > 1000:
 		return fielderr.New("links.max", "must be between 0 and 1000")
+	case c.Links.MaxDecompressedBytes < 1 || c.Links.MaxDecompressedBytes > 1<<30:
+		return fielderr.New("links.max_decompressed_bytes", "must be between 1 and 1073741824 (1 GiB)")
+	case c.Links.MaxDecompressedBatches < 1:
+		return fielderr.New("links.max_decompressed_batches", "must be at least 1")
 	case c.ServiceName == "":
 		return fielderr.New("service_name", "must not be empty")
 	}

@@ -32,6 +32,11 @@ func TestConfigValidate(t *testing.T) {
 		{"max_queue_size", func(c *Config) { c.MaxQueueSize = -1 }},
 		{"links.max", func(c *Config) { c.Links.Max = -1 }},
 		{"links.max", func(c *Config) { c.Links.Max = 1001 }},
+		{"", func(c *Config) { c.Links.MaxDecompressedBytes, c.Links.MaxDecompressedBatches = 1, 1 }},
+		{"", func(c *Config) { c.Links.MaxDecompressedBytes = 1 << 30 }},
+		{"links.max_decompressed_bytes", func(c *Config) { c.Links.MaxDecompressedBytes = 0 }},
+		{"links.max_decompressed_bytes", func(c *Config) { c.Links.MaxDecompressedBytes = 1<<30 + 1 }},
+		{"links.max_decompressed_batches", func(c *Config) { c.Links.MaxDecompressedBatches = -1 }},
 		{"service_name", func(c *Config) { c.ServiceName = "" }},
 	} {
 		c := Defaults()

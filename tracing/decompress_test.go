@@ -20,44 +20,47 @@ func sampleRecords() []byte {
 	return encodeRecords(recs...)
 }
 
-// Every codec a producer may use comes back to the bytes it was given.
-func TestDecompressRoundTrip(t *testing.T) {
+// noLimit is a limit no test input reaches.
+const noLimit = 1 << 30
+
+// Every codec a producer may use comes back to the bytes it was given,
+// appended to what dst held.
+func TestInflateRoundTrip(t *testing.T) {
 	raw := sampleRecords()
 	for _, tc := range []struct {
 		name  string
 		codec int
 		data  []byte
+		want  []byte
 	}{
-		{"none", 0, raw},
-		{"gzip", codecGzip, gzipped(t, raw)},
-		{"snappy raw", codecSnappy, snappyRaw(raw)},
-		{"snappy xerial one block", codecSnappy, xerial(raw, 32<<10)},
-		{"snappy xerial many blocks", codecSnappy, xerial(raw, 1000)},
-		{"snappy xerial no blocks", codecSnappy, xerial(nil, 1)},
-		{"lz4", codecLZ4, lz4Framed(t, raw)},
-		{"zstd", codecZstd, zstdAll(t, raw)},
-		{"zstd stream", codecZstd, zstdStream(t, raw)},
+		{"gzip", codecGzip, gzipped(t, raw), raw},
+		{"snappy raw", codecSnappy, snappyRaw(raw), raw},
+		{"snappy xerial one block", codecSnappy, xerial(raw, 32<<10), raw},
+		{"snappy xerial many blocks", codecSnappy, xerial(raw, 1000), raw},
+		{"snappy xerial no blocks", codecSnappy, xerial(nil, 1), nil},
+		{"lz4", codecLZ4, lz4Framed(t, raw), raw},
+		{"zstd", codecZstd, zstdAll(t, raw), raw},
+		{"zstd stream", codecZstd, zstdStream(t, raw), raw},
 	} {
-		got, err := decompress(tc.codec, tc.data)
-		if err != nil {
-			t.Errorf("%s: %v", tc.name, err)
-			continue
-		}
-		want := raw
-		if tc.name == "snappy xerial no blocks" {
-			want = nil
-		}
-		if !bytes.Equal(got, want) {
-			t.Errorf("%s: %d bytes back, want %d", tc.name, len(got), len(want))
+		for _, dst := range [][]byte{nil, []byte("kept")} {
+			got, err := inflate(bytes.Clone(dst), tc.codec, tc.data, noLimit)
+			if err != nil {
+				t.Errorf("%s: %v", tc.name, err)
+				continue
+			}
+			if want := append(bytes.Clone(dst), tc.want...); !bytes.Equal(got, want) {
+				t.Errorf("%s after %q: %d bytes back, want %d", tc.name, dst, len(got), len(want))
+			}
 		}
 	}
 }
 
-// A small batch that inflates past the bound is refused, not allocated;
-// one exactly at the bound still inflates.
-func TestDecompressBomb(t *testing.T) {
-	at := make([]byte, maxDecompressed)
-	over := make([]byte, maxDecompressed+1)
+// A small batch that inflates past the limit stops at the limit: the
+// bytes up to it and errOverBudget, never more; one that inflates to
+// exactly the limit is read whole.
+func TestInflateBomb(t *testing.T) {
+	const limit = 256 << 10
+	raw := bytes.Repeat([]byte("bomb"), 1<<20) // 4 MiB
 	for _, tc := range []struct {
 		name     string
 		codec    int
@@ -65,36 +68,49 @@ func TestDecompressBomb(t *testing.T) {
 	}{
 		{"gzip", codecGzip, func(b []byte) []byte { return gzipped(t, b) }},
 		{"snappy raw", codecSnappy, snappyRaw},
-		{"snappy xerial", codecSnappy, func(b []byte) []byte { return xerial(b, 1<<20) }},
+		{"snappy xerial", codecSnappy, func(b []byte) []byte { return xerial(b, 64<<10) }},
 		{"lz4", codecLZ4, func(b []byte) []byte { return lz4Framed(t, b) }},
 		{"zstd", codecZstd, func(b []byte) []byte { return zstdAll(t, b) }},
 		{"zstd stream", codecZstd, func(b []byte) []byte { return zstdStream(t, b) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			bomb := tc.compress(over)
+			bomb := tc.compress(raw)
 			if len(bomb) > 1<<20 {
 				t.Fatalf("bomb is %d bytes; the test wants a small input", len(bomb))
 			}
-			out, err := decompress(tc.codec, bomb)
-			if tc.codec == codecZstd {
-				// zstd enforces the bound inside the decoder, with its own
-				// error, and hands back what it decoded up to the bound.
-				if !errors.Is(err, zstd.ErrDecoderSizeExceeded) || len(out) > maxDecompressed+1<<20 {
-					t.Errorf("err %v, %d bytes, want ErrDecoderSizeExceeded", err, len(out))
-				}
-			} else if out != nil || !errors.Is(err, errTooLarge) {
-				t.Errorf("%d bytes, err %v, want errTooLarge", len(out), err)
+			out, err := inflate(nil, tc.codec, bomb, limit)
+			if !errors.Is(err, errOverBudget) || len(out) > limit || !bytes.Equal(out, raw[:len(out)]) {
+				t.Errorf("%d bytes, err %v, want at most %d bytes of the input and errOverBudget", len(out), err, limit)
 			}
-			out, err = decompress(tc.codec, tc.compress(at))
-			if err != nil || len(out) != maxDecompressed {
-				t.Errorf("at the bound: %d bytes, %v", len(out), err)
+			if tc.name != "snappy raw" && len(out) < limit/2 {
+				// Streams (and xerial's blocks) give what fits.
+				t.Errorf("only %d bytes of %d read before the limit", len(out), limit)
+			}
+			out, err = inflate(nil, tc.codec, tc.compress(raw[:limit]), limit)
+			if err != nil || len(out) != limit {
+				t.Errorf("at the limit: %d bytes, %v", len(out), err)
 			}
 		})
 	}
 }
 
+// A zstd frame that asks for a window past maxZstdWindow is not read: the
+// streaming decoder would allocate that window before its first byte.
+func TestInflateZstdWindowBound(t *testing.T) {
+	var buf bytes.Buffer
+	w, err := zstd.NewWriter(&buf, zstd.WithWindowSize(2*maxZstdWindow))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write(bytes.Repeat(sampleRecords(), 100)) // over one block, or the frame states its size instead
+	w.Close()
+	if out, err := inflate(nil, codecZstd, buf.Bytes(), noLimit); !errors.Is(err, zstd.ErrWindowSizeExceeded) {
+		t.Fatalf("%d bytes, err %v, want ErrWindowSizeExceeded", len(out), err)
+	}
+}
+
 // Damaged input gives an error, never a panic or garbage.
-func TestDecompressCorrupt(t *testing.T) {
+func TestInflateCorrupt(t *testing.T) {
 	raw := sampleRecords()
 	valid := map[int][]byte{
 		codecGzip: gzipped(t, raw), codecSnappy: snappyRaw(raw), codecLZ4: lz4Framed(t, raw), codecZstd: zstdAll(t, raw),
@@ -106,7 +122,7 @@ func TestDecompressCorrupt(t *testing.T) {
 			"truncated": data[:len(data)/2],
 			"flipped":   flip(data),
 		} {
-			out, err := decompress(codec, bad)
+			out, err := inflate(nil, codec, bad, noLimit)
 			// Empty input is an empty frame stream to lz4 and zstd.
 			emptyOK := name == "empty" && (codec == codecLZ4 || codec == codecZstd) && len(out) == 0
 			if err == nil && !emptyOK {
@@ -125,12 +141,12 @@ func TestDecompressCorrupt(t *testing.T) {
 		"bad block":           append(bytes.Clone(x[:16]), 0, 0, 0, 3, 0xff, 0xff, 0xff),
 	} {
 		// Clipped: reading past len must not find spare capacity.
-		if _, err := decompress(codecSnappy, slices.Clip(bad)); err == nil {
+		if _, err := inflate(nil, codecSnappy, slices.Clip(bad), noLimit); err == nil {
 			t.Errorf("xerial %s: no error", name)
 		}
 	}
 	for _, codec := range []int{5, 6, 7} {
-		if _, err := decompress(codec, raw); err == nil {
+		if _, err := inflate(nil, codec, raw, noLimit); err == nil {
 			t.Errorf("codec %d accepted", codec)
 		}
 	}

@@ -3,32 +3,61 @@ package tracing
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 )
 
+// inflateBudget is what one request may spend inflating compressed batches
+// to read their records' headers: tracing.links.max_decompressed_bytes and
+// max_decompressed_batches. A hostile produce of small batches that each
+// inflate to megabytes then costs a bounded amount, whatever it holds.
+type inflateBudget struct {
+	bytes   int // inflated bytes left
+	batches int // compressed batches left to open
+
+	inflated int      // bytes the decoders gave
+	cut      cutCause // why reading stopped short, if a limit stopped it
+}
+
+// cutCause names the limit that stopped reading a request's records: the
+// value of the kproxy_trace_links_truncated_total "limit" label.
+type cutCause string
+
+const (
+	cutBytes   cutCause = "max_decompressed_bytes"
+	cutBatches cutCause = "max_decompressed_batches"
+	cutBusy    cutCause = "decoders_busy" // every inflation slot was taken
+)
+
 // recordContexts returns up to max distinct span contexts found in the
 // traceparent headers of the produced batches, and whether every traced
-// record was read (false when a compressed batch was skipped or a record
-// was malformed).
-func recordContexts(batches [][]byte, max int, inflate bool) (found []trace.SpanContext, complete bool) {
+// record was read (false when a compressed batch was skipped or cut short,
+// or a record was malformed). Compressed batches are read only with a
+// budget (nil: skipped), and not at all once it is spent.
+func recordContexts(batches [][]byte, max int, b *inflateBudget) (found []trace.SpanContext, complete bool) {
 	complete = true
+	var scratch []byte // inflated records, reused batch after batch
 	prop := propagation.TraceContext{}
 	for _, records := range batches {
 		eachBatch(records, func(batch []byte) bool {
-			codec := compression(batch)
-			if codec != 0 && !inflate {
-				complete = false
-				return true
-			}
-			body, err := decompress(codec, batch[batchHeaderSize:])
-			if err != nil {
-				complete = false
-				return true
+			body := batch[batchHeaderSize:]
+			if codec := compression(batch); codec != 0 {
+				var err error
+				scratch, err = b.inflate(scratch[:0], codec, body)
+				if err != nil {
+					complete = false
+				}
+				if err != nil && err != errOverBudget {
+					return true // not read, or damaged: the next batch may be fine
+				}
+				// A batch cut at the budget still gives the records before
+				// the cut; the cut record reads as truncated.
+				body = scratch
 			}
 			count := int(int32(binary.BigEndian.Uint32(batch[batchCountOff:])))
-			err = eachHeader(body, count, "traceparent", func(_ int, v []byte) bool {
+			err := eachHeader(body, count, "traceparent", func(_ int, v []byte) bool {
 				ctx := prop.Extract(context.Background(), propagation.MapCarrier{"traceparent": string(v)})
 				if sc := trace.SpanContextFromContext(ctx); sc.IsValid() && !hasTrace(found, sc) {
 					found = append(found, sc)
@@ -45,6 +74,38 @@ func recordContexts(batches [][]byte, max int, inflate bool) (found []trace.Span
 		}
 	}
 	return found, complete
+}
+
+// errNotRead says a compressed batch was skipped: no budget (decompression
+// off), the budget spent, or no inflation slot free.
+var errNotRead = errors.New("compressed batch not read")
+
+// inflate appends a compressed batch's records to dst within the budget.
+// Past the budget it returns the records up to it and errOverBudget; a
+// nil budget reads nothing.
+func (b *inflateBudget) inflate(dst []byte, codec int, data []byte) ([]byte, error) {
+	switch {
+	case b == nil:
+		return dst, errNotRead
+	case b.cut != "":
+		return dst, errNotRead // spent: no more batches are opened
+	case b.batches <= 0:
+		b.cut = cutBatches
+		return dst, errNotRead
+	case !takeSlot():
+		b.cut = cutBusy
+		return dst, errNotRead
+	}
+	defer giveSlot()
+	b.batches--
+	out, err := inflate(dst, codec, data, b.bytes)
+	n := len(out) - len(dst)
+	b.inflated += n
+	b.bytes -= n
+	if err == errOverBudget {
+		b.cut = cutBytes
+	}
+	return out, err
 }
 
 func hasTrace(s []trace.SpanContext, sc trace.SpanContext) bool {

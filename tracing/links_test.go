@@ -22,6 +22,9 @@ func mixedRecords() (recs []kmsg.Record, a, b trace.SpanContext) {
 	return recs, a, b
 }
 
+// ample is a budget no ordinary test batch reaches.
+func ample() *inflateBudget { return &inflateBudget{bytes: 1 << 30, batches: 1 << 20} }
+
 func wantContexts(t *testing.T, got []trace.SpanContext, want ...trace.SpanContext) {
 	t.Helper()
 	if len(got) != len(want) {
@@ -38,7 +41,7 @@ func wantContexts(t *testing.T, got []trace.SpanContext, want ...trace.SpanConte
 // batches and partitions.
 func TestRecordContexts(t *testing.T) {
 	recs, a, b := mixedRecords()
-	found, complete := recordContexts([][]byte{plainBatch(recs...)}, 16, false)
+	found, complete := recordContexts([][]byte{plainBatch(recs...)}, 16, nil)
 	if !complete {
 		t.Error("uncompressed batch reported incomplete")
 	}
@@ -50,7 +53,7 @@ func TestRecordContexts(t *testing.T) {
 	// Split over two batches of one partition and a second partition.
 	c := spanCtx(3, 3, true)
 	parts := [][]byte{concat(plainBatch(recs[:3]...), plainBatch(recs[3:]...)), plainBatch(tracedRecord(c), tracedRecord(a))}
-	found, complete = recordContexts(parts, 16, false)
+	found, complete = recordContexts(parts, 16, nil)
 	if !complete {
 		t.Error("incomplete")
 	}
@@ -60,7 +63,7 @@ func TestRecordContexts(t *testing.T) {
 // max bounds how many contexts are collected.
 func TestRecordContextsMax(t *testing.T) {
 	recs, a, _ := mixedRecords()
-	found, _ := recordContexts([][]byte{plainBatch(recs...), plainBatch(tracedRecord(spanCtx(9, 9, true)))}, 1, false)
+	found, _ := recordContexts([][]byte{plainBatch(recs...), plainBatch(tracedRecord(spanCtx(9, 9, true)))}, 1, nil)
 	wantContexts(t, found, a)
 }
 
@@ -74,11 +77,11 @@ func TestRecordContextsCompressed(t *testing.T) {
 		"lz4":    makeBatch(codecLZ4, len(recs), lz4Framed(t, raw)),
 		"zstd":   makeBatch(codecZstd, len(recs), zstdStream(t, raw)),
 	} {
-		found, complete := recordContexts([][]byte{data}, 16, false)
+		found, complete := recordContexts([][]byte{data}, 16, nil)
 		if complete || len(found) != 0 {
 			t.Errorf("%s, inflate off: complete=%v, %d contexts", name, complete, len(found))
 		}
-		found, complete = recordContexts([][]byte{data}, 16, true)
+		found, complete = recordContexts([][]byte{data}, 16, ample())
 		if !complete {
 			t.Errorf("%s, inflate on: incomplete", name)
 		}
@@ -96,7 +99,7 @@ func TestRecordContextsDamaged(t *testing.T) {
 		"corrupt gzip":     {plainBatch(tracedRecord(a)), corrupt},
 		"truncated record": {cut},
 	} {
-		found, complete := recordContexts(batches, 16, true)
+		found, complete := recordContexts(batches, 16, ample())
 		if complete {
 			t.Errorf("%s: complete", name)
 		}

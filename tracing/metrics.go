@@ -16,6 +16,9 @@ type metrics struct {
 	exported prometheus.Counter
 	dropped  prometheus.Counter
 	failures prometheus.Counter
+
+	inflated  prometheus.Counter     // bytes inflated to read record headers
+	truncated *prometheus.CounterVec // requests whose records a limit cut short, by limit
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -30,6 +33,14 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		exported: c("kproxy_trace_spans_exported_total", "Spans handed to the OTLP exporter."),
 		dropped:  c("kproxy_trace_spans_dropped_total", "Spans dropped because the export queue was full."),
 		failures: c("kproxy_trace_export_failures_total", "Export calls that failed."),
+		inflated: c("kproxy_trace_links_inflated_bytes_total", "Bytes inflated from compressed batches to read trace contexts (tracing.links.decompress)."),
+		truncated: func() *prometheus.CounterVec {
+			v := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kproxy_trace_links_truncated_total",
+				Help: "Produce requests whose records were not all read for links because a limit was reached: " +
+					"max_decompressed_bytes, max_decompressed_batches or decoders_busy."}, []string{"limit"})
+			reg.MustRegister(v)
+			return v
+		}(),
 	}
 }
 

@@ -30,6 +30,12 @@ type Tracer struct {
 // On reports whether tracing is enabled at all.
 func (t *Tracer) On() bool { return t != nil && t.on }
 
+// InflatesRecords reports whether Start may decompress a Produce's batches
+// (tracing.links.decompress), which must then not run on the poller.
+func (t *Tracer) InflatesRecords() bool {
+	return t.On() && t.s.Links.Decompress && t.s.Links.Max > 0
+}
+
 // Attribute keys kproxy adds under its own prefix.
 const (
 	attrAPIKey       = attribute.Key("kproxy.api_key")
@@ -40,6 +46,7 @@ const (
 	attrRespBytes    = attribute.Key("kproxy.response_bytes")
 	attrDecoded      = attribute.Key("kproxy.body_decoded")
 	attrLinksPartial = attribute.Key("kproxy.links_incomplete")
+	attrLinksCut     = attribute.Key("kproxy.links_truncated")
 )
 
 // Peer holds what every span of one client/upstream pair shares, built once
@@ -134,11 +141,27 @@ func (t *Tracer) Start(p *Peer, body *framing.Body, upstreamID int32, reqBytes i
 		f = requestFacts(req, p.ids)
 		decoded = true
 	}
+	if !sampled && f.records != 1 {
+		// Only a produce of one record may follow a parent: read no
+		// records (and inflate nothing) for a request that stays unsampled.
+		return nil
+	}
 	s := &Span{ctx: context.Background(), start: start}
 	var incomplete bool
+	var cut cutCause
 	if len(f.batches) > 0 && t.s.Links.Max > 0 {
-		found, complete := recordContexts(f.batches, t.s.Links.Max, t.s.Links.Decompress)
+		var b *inflateBudget
+		if t.s.Links.Decompress {
+			b = &inflateBudget{bytes: t.s.Links.MaxDecompressedBytes, batches: t.s.Links.MaxDecompressedBatches}
+		}
+		found, complete := recordContexts(f.batches, t.s.Links.Max, b)
 		incomplete = !complete
+		if b != nil {
+			t.m.inflated.Add(float64(b.inflated))
+			if cut = b.cut; cut != "" {
+				t.m.truncated.WithLabelValues(string(cut)).Inc()
+			}
+		}
 		if t.s.Links.ChildOfSingleRecord && f.records == 1 && len(found) == 1 {
 			s.ctx = trace.ContextWithRemoteSpanContext(s.ctx, found[0])
 			if t.s.parentBased {
@@ -186,6 +209,9 @@ func (t *Tracer) Start(p *Peer, body *framing.Body, upstreamID int32, reqBytes i
 	}
 	if incomplete {
 		attrs = append(attrs, attrLinksPartial.Bool(true))
+	}
+	if cut != "" {
+		attrs = append(attrs, attrLinksCut.Bool(true))
 	}
 	s.attrs = attrs
 	t.m.started.Inc()
