@@ -97,13 +97,15 @@ const (
 // onRequest, so a slow upstream dial holds up only this client.
 func (s *Server) onConnect(ctx context.Context, client netpoll.Connection) context.Context {
 	log := s.log.With().Str("client", client.RemoteAddr().String()).Logger()
-	if s.draining.Load() {
+	if why := s.reserve(); why != "" {
 		refuse(client)
-		s.m.refused.WithLabelValues("draining").Inc()
+		s.m.refused.WithLabelValues(why).Inc()
+		log.Warn().Str("reason", why).Msg("connection refused")
 		return ctx
 	}
 	up, err := netpoll.DialConnection("tcp", s.cfg.Upstream, s.cfg.DialTimeout)
 	if err != nil {
+		s.unreserve()
 		refuse(client)
 		s.m.dialFailures.Inc()
 		log.Error().Err(err).Str("upstream", s.cfg.Upstream).Msg("upstream dial failed; client connection reset")
@@ -116,6 +118,7 @@ func (s *Server) onConnect(ctx context.Context, client netpoll.Connection) conte
 		p.peer = tracing.NewPeer(client.RemoteAddr().String(), s.cfg.Upstream, s.topics)
 	}
 	if why := s.add(p); why != "" {
+		s.unreserve()
 		refuse(client)
 		up.Close()
 		s.m.refused.WithLabelValues(why).Inc()
