@@ -14,7 +14,10 @@ type Config struct {
 	Upstream string `yaml:"upstream"`
 	// DialTimeout bounds connecting to the upstream for a new client.
 	DialTimeout time.Duration `yaml:"dial_timeout"`
-	// WriteTimeout bounds a write to a peer that has stopped reading.
+	// WriteTimeout is how long a write to a peer may make no progress
+	// (the peer has stopped reading) before the pair is closed. It bounds
+	// a stall, not a whole write: a consumer reading a large response
+	// slowly but steadily is never cut off.
 	WriteTimeout time.Duration `yaml:"write_timeout"`
 	// MaxConnections caps open client connections; more are refused.
 	MaxConnections int `yaml:"max_connections"`

@@ -80,6 +80,12 @@ type pair struct {
 	swept      atomic.Bool
 	idleSweeps int
 
+	// flushes[to] is odd while a flush to that side (toClient,
+	// toUpstream) is under way: it is bumped as one starts and as it
+	// ends. stalls[to] is what the sweep saw of it (under Server.waitMu).
+	flushes [2]atomic.Uint64
+	stalls  [2]stallWatch
+
 	requests, responses atomic.Int64
 	bytesIn, bytesOut   atomic.Int64
 }
@@ -127,7 +133,10 @@ func (s *Server) onConnect(ctx context.Context, client netpoll.Connection) conte
 	}
 	for _, conn := range []netpoll.Connection{client, up} {
 		conn.SetReadTimeout(s.framing.ReadTimeout)
-		conn.SetWriteTimeout(s.cfg.WriteTimeout)
+		// netpoll's write timeout bounds a whole flush, and cuts off a
+		// consumer still reading a large response; write_timeout is a
+		// stall timeout instead, kept by the overflow sweep (stall.go).
+		conn.SetWriteTimeout(0)
 	}
 	client.AddCloseCallback(func(netpoll.Connection) error { p.close(reasonClientClosed, nil); return nil })
 	up.AddCloseCallback(func(netpoll.Connection) error { p.close(reasonUpstreamClosed, nil); return nil })

@@ -80,8 +80,8 @@ func (p *pair) relayResponsesInline(r netpoll.Reader) {
 // finishSend flushes what a raw send left in w, from a goroutine since it
 // may wait for the peer, then lets the next writer in. On error the pair
 // is closed first, so no one writes behind a remainder netpoll still holds.
-func (p *pair) finishSend(w netpoll.Writer, owner interface{ Unlock() }, side string, wrap func(error) error) {
-	if err := p.flush(w); err != nil {
+func (p *pair) finishSend(w netpoll.Writer, to int, owner interface{ Unlock() }, side string, wrap func(error) error) {
+	if err := p.flush(w, to); err != nil {
 		p.closeOnError(side, wrap(err))
 	}
 	owner.Unlock()

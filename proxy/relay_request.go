@@ -138,7 +138,7 @@ func (p *pair) relayRequests(r netpoll.Reader) error {
 // responses may be counted as soon as it is sent.
 func (p *pair) flushUp(w netpoll.Writer) error {
 	p.in.apply(p)
-	return p.flush(w)
+	return p.flush(w, toUpstream)
 }
 
 // forward writes one request frame upstream, recording it in the table
@@ -271,7 +271,7 @@ func (p *pair) writeAnswers() error {
 	cw := p.client.Writer()
 	err := p.writeSynthetic(cw)
 	if err == nil {
-		if err = p.flush(cw); err != nil {
+		if err = p.flush(cw, toClient); err != nil {
 			err = errClientWrite{err}
 		}
 	}

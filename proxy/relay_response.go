@@ -74,18 +74,22 @@ func (p *pair) relayResponses(r netpoll.Reader) error {
 	}
 	p.s.m.batch[batchResponses][inPool].Inc()
 	if err == nil {
-		if err = p.flush(w); err != nil {
+		if err = p.flush(w, toClient); err != nil {
 			err = errClientWrite{err}
 		}
 	}
 	return p.finishBatch(err)
 }
 
-// finishBatch ends the spans of a batch written to the client. On error it
-// fails them and closes the pair before wmu is let go, so no one else
+// finishBatch ends the spans of a batch written to the client and counts
+// its responses and bytes. On error it counts neither, fails the spans
+// and closes the pair before wmu is let go, so no one else
 // flushes a writer that still points into buffers about to be freed. The
 // caller holds wmu.
 func (p *pair) finishBatch(err error) error {
+	if err != nil {
+		p.out.drop() // not delivered: only its in-flight change counts
+	}
 	p.out.apply(p)
 	if err == nil {
 		p.endSpans()
