@@ -114,6 +114,13 @@ func (s *Server) sweepWaiting(over []overflowing) ([]overflowing, bool) {
 	now := time.Now()
 	kept := s.waiting[:0]
 	for _, p := range s.waiting {
+		// Every listed pair's input is charged: a pair not waiting now
+		// may have been charged while it waited.
+		if !p.closed.Load() {
+			if side := p.holdInput(); side != "" {
+				over = append(over, overflowing{p, side, errOverBudget})
+			}
+		}
 		if p.blocked.Load() == 0 {
 			if p.idleSweeps++; p.idleSweeps < keepIdleSweeps {
 				kept = append(kept, p) // not waiting: its relay checks for itself

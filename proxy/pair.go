@@ -86,6 +86,9 @@ type pair struct {
 	flushes [2]atomic.Uint64
 	stalls  [2]stallWatch
 
+	// holding is what the pair has charged to Server.budget.
+	holding holding
+
 	requests, responses atomic.Int64
 	bytesIn, bytesOut   atomic.Int64
 }
@@ -187,6 +190,7 @@ func (p *pair) close(reason string, err error) bool {
 	p.upstream.Close()
 	p.upstreamTask.Unlock()
 	p.clientTask.Unlock()
+	p.releaseHeld()
 	left := p.table.Close()
 	for _, e := range left {
 		p.s.tracer.Fail(e.Span, "kproxy.connection_closed")

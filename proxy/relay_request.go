@@ -47,11 +47,17 @@ func (p *pair) onClient(_ context.Context, c netpoll.Connection) error {
 			if p.table.Len() == 0 {
 				p.close(reasonDrained, nil)
 			}
+			p.waitStart() // what the client sends meanwhile is swept
 			<-p.done
+			p.waitEnd()
 			return nil
 		}
 		if r.Len() > p.s.cfg.MaxUnreadBytes {
 			p.closeOnError("client", errOverflow)
+			return nil
+		}
+		if !p.hold(fromClient, r.Len()) {
+			p.closeOnError("client", errOverBudget)
 			return nil
 		}
 		if p.mutedUntil != 0 {
@@ -79,6 +85,7 @@ func (p *pair) onClient(_ context.Context, c netpoll.Connection) error {
 		}
 		r.Release()
 		if !p.linger(c) {
+			p.holdLeft(fromClient, "client", r)
 			return nil
 		}
 	}
@@ -108,7 +115,7 @@ func (p *pair) relayRequests(r netpoll.Reader) error {
 		var frame []byte
 		var err error
 		if first {
-			frame, err = framing.Next(r, max)
+			frame, err = p.nextFrame(r, max)
 		} else {
 			n, whole, berr := framing.Buffered(r, max)
 			if !whole || berr != nil {

@@ -30,6 +30,10 @@ func (p *pair) onUpstream(_ context.Context, c netpoll.Connection) error {
 			p.closeOnError("upstream", errOverflow)
 			return nil
 		}
+		if !p.hold(fromUpstream, r.Len()) {
+			p.closeOnError("upstream", errOverBudget)
+			return nil
+		}
 		if err := p.relayResponses(r); err != nil {
 			p.closeOnError("upstream", err)
 			return nil
@@ -40,6 +44,7 @@ func (p *pair) onUpstream(_ context.Context, c netpoll.Connection) error {
 			return nil
 		}
 		if !p.linger(c) {
+			p.holdLeft(fromUpstream, "upstream", r)
 			return nil
 		}
 	}
@@ -52,7 +57,7 @@ func (p *pair) relayResponses(r netpoll.Reader) error {
 	max := p.s.framing.MaxResponseBytes
 	// Wait for the first whole frame before taking the writer, so a slow
 	// partial frame never holds it.
-	frame, err := framing.Next(r, max)
+	frame, err := p.nextFrame(r, max)
 	if err != nil {
 		return err
 	}

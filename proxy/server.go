@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -39,6 +40,8 @@ type Server struct {
 
 	mu    sync.Mutex
 	pairs map[*pair]struct{}
+	// budget counts the bytes all pairs hold against max_buffered_bytes.
+	budget budget
 	// slots counts the clients paired or being paired (their upstream
 	// dial under way) against max_connections.
 	slots atomic.Int64
@@ -63,12 +66,22 @@ func New(cfg Config, fr framing.Config, tc correlate.Config, log zerolog.Logger,
 			return nil, err
 		}
 	}
-	if max := max(fr.MaxRequestBytes, fr.MaxResponseBytes) + framing.SizeLen; cfg.MaxUnreadBytes < max {
-		return nil, fmt.Errorf("max_unread_bytes %d must hold one maximum-size frame (%d)", cfg.MaxUnreadBytes, max)
+	frame := max(fr.MaxRequestBytes, fr.MaxResponseBytes) + framing.SizeLen
+	if cfg.MaxUnreadBytes < frame {
+		return nil, fmt.Errorf("max_unread_bytes %d must hold one maximum-size frame (%d)", cfg.MaxUnreadBytes, frame)
+	}
+	if cfg.MaxBufferedBytes != 0 && cfg.MaxBufferedBytes < frame {
+		return nil, fmt.Errorf("max_buffered_bytes %d must hold one maximum-size frame (%d)", cfg.MaxBufferedBytes, frame)
+	}
+	if cfg.MaxBufferedBytes == 0 {
+		n, from := DefaultMaxBufferedBytes(os.DirFS("/"))
+		cfg.MaxBufferedBytes = max(n, frame)
+		log.Info().Int("max_buffered_bytes", cfg.MaxBufferedBytes).Str("from", from).Msg("process-wide buffer budget")
 	}
 	s := &Server{cfg: cfg, framing: fr, table: tc, log: log, m: m, tracer: tracer, topics: framing.NewTopicIDs(), inline: cfg.Linger == 0,
 		pairs: make(map[*pair]struct{}), idle: make(chan struct{}), stop: make(chan struct{}),
 		waitKick: make(chan struct{}, 1)}
+	s.budget.max = int64(cfg.MaxBufferedBytes)
 	loop, err := netpoll.NewEventLoop(s.onRequest, netpoll.WithOnConnect(s.onConnect))
 	if err != nil {
 		return nil, err
