@@ -84,7 +84,7 @@ func TestMaxConnections(t *testing.T) {
 	up := startFakeUpstream(t, func(c net.Conn, f []byte) { echoResponse(c, f, []byte{0, 0}) })
 	env := startProxy(t, up.addr(), func(cfg *Config, _ *framing.Config, _ *correlate.Config) { cfg.MaxConnections = 2 })
 	a, b := dialRaw(t, env.addr), dialRaw(t, env.addr)
-	waitFor(t, 2*time.Second, "two pairs", func() bool { return testutil.ToFloat64(env.m.open) == 2 })
+	waitFor(t, 10*time.Second, "two pairs", func() bool { return testutil.ToFloat64(env.m.open) == 2 })
 	expectReset(t, env.addr, 2*time.Second)
 	if n := testutil.ToFloat64(env.m.refused.WithLabelValues("max_connections")); n != 1 {
 		t.Fatalf("refused = %v, want 1", n)
@@ -104,7 +104,7 @@ func TestMaxConnectionsRefusesBeforeDialling(t *testing.T) {
 	up := startFakeUpstream(t, func(c net.Conn, f []byte) { echoResponse(c, f, []byte{0, 0}) })
 	env := startProxy(t, up.addr(), func(cfg *Config, _ *framing.Config, _ *correlate.Config) { cfg.MaxConnections = 2 })
 	a, b := dialRaw(t, env.addr), dialRaw(t, env.addr)
-	waitFor(t, 2*time.Second, "two pairs", func() bool { return testutil.ToFloat64(env.m.open) == 2 })
+	waitFor(t, 10*time.Second, "two pairs", func() bool { return testutil.ToFloat64(env.m.open) == 2 })
 	const attempts = 50
 	for i := 0; i < attempts; i++ {
 		expectReset(t, env.addr, 2*time.Second)
