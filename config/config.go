@@ -130,5 +130,9 @@ func (f File) Validate(file string, root *yaml.Node) error {
 		return at(file, root, "proxy.max_unread_bytes",
 			fmt.Sprintf("must be at least %d, to hold one maximum-size frame (framing.max_request_bytes / max_response_bytes + 4)", need))
 	}
+	if f.Proxy.MaxBufferedBytes != 0 && f.Proxy.MaxBufferedBytes < need {
+		return at(file, root, "proxy.max_buffered_bytes",
+			fmt.Sprintf("must be 0 (derived from the memory limit) or at least %d, to hold one maximum-size frame (framing.max_request_bytes / max_response_bytes + 4)", need))
+	}
 	return nil
 }

@@ -22,6 +22,7 @@ func TestLoadFull(t *testing.T) {
 	want.Proxy.WriteTimeout = 45 * time.Second
 	want.Proxy.MaxConnections = 500
 	want.Proxy.MaxUnreadBytes = 64 << 20
+	want.Proxy.MaxBufferedBytes = 256 << 20
 	want.Proxy.DrainTimeout = 90 * time.Second
 	want.Proxy.Linger = time.Millisecond
 	want.Framing.MaxRequestBytes = 1 << 20

@@ -31,6 +31,10 @@ func TestValidate(t *testing.T) {
 			"admin.listen", 4, "missing port"},
 		{"unread below frame", "proxy:\n  upstream: b:9092\n  max_unread_bytes: 2051\nframing:\n  max_request_bytes: 1024\n  max_response_bytes: 2048\n",
 			"proxy.max_unread_bytes", 3, "at least 2052"},
+		{"buffered below frame", "proxy:\n  upstream: b:9092\n  max_unread_bytes: 4096\n  max_buffered_bytes: 2051\nframing:\n  max_request_bytes: 1024\n  max_response_bytes: 2048\n",
+			"proxy.max_buffered_bytes", 4, "at least 2052"},
+		{"negative buffered", "proxy:\n  upstream: b:9092\n  max_buffered_bytes: -1\n",
+			"proxy.max_buffered_bytes", 3, "must be 0"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -84,7 +84,7 @@ func TestMaxConnections(t *testing.T) {
 	up := startFakeUpstream(t, func(c net.Conn, f []byte) { echoResponse(c, f, []byte{0, 0}) })
 	env := startProxy(t, up.addr(), func(cfg *Config, _ *framing.Config, _ *correlate.Config) { cfg.MaxConnections = 2 })
 	a, b := dialRaw(t, env.addr), dialRaw(t, env.addr)
-	waitFor(t, 2*time.Second, "two pairs", func() bool { return testutil.ToFloat64(env.m.open) == 2 })
+	waitFor(t, 10*time.Second, "two pairs", func() bool { return testutil.ToFloat64(env.m.open) == 2 })
 	expectReset(t, env.addr, 2*time.Second)
 	if n := testutil.ToFloat64(env.m.refused.WithLabelValues("max_connections")); n != 1 {
 		t.Fatalf("refused = %v, want 1", n)
@@ -95,5 +95,43 @@ func TestMaxConnections(t *testing.T) {
 		if f, err := readFrame(conn); err != nil || corrOf(f) != int32(i) {
 			t.Fatalf("paired connection %d: %v", i, err)
 		}
+	}
+}
+
+// A client refused at max_connections costs no upstream connection: the
+// slot is taken before the upstream is dialled (issue 14, item 7).
+func TestMaxConnectionsRefusesBeforeDialling(t *testing.T) {
+	up := startFakeUpstream(t, func(c net.Conn, f []byte) { echoResponse(c, f, []byte{0, 0}) })
+	env := startProxy(t, up.addr(), func(cfg *Config, _ *framing.Config, _ *correlate.Config) { cfg.MaxConnections = 2 })
+	a, b := dialRaw(t, env.addr), dialRaw(t, env.addr)
+	waitFor(t, 10*time.Second, "two pairs", func() bool { return testutil.ToFloat64(env.m.open) == 2 })
+	const attempts = 50
+	for i := 0; i < attempts; i++ {
+		expectReset(t, env.addr, 2*time.Second)
+	}
+	if n := testutil.ToFloat64(env.m.refused.WithLabelValues("max_connections")); n != attempts {
+		t.Fatalf("refused = %v, want %d", n, attempts)
+	}
+	for i, conn := range []net.Conn{a, b} {
+		conn.Write(apiVersionsV0(int32(i)))
+		conn.SetReadDeadline(time.Now().Add(2 * time.Second))
+		if f, err := readFrame(conn); err != nil || corrOf(f) != int32(i) {
+			t.Fatalf("paired connection %d: %v", i, err)
+		}
+	}
+	up.mu.Lock()
+	dialled := len(up.conns)
+	up.mu.Unlock()
+	if dialled != 2 {
+		t.Fatalf("upstream accepted %d connections for 2 paired clients and %d refused ones, want 2", dialled, attempts)
+	}
+	// A slot freed by a close is taken again.
+	a.Close()
+	waitFor(t, 2*time.Second, "a slot given back", func() bool { return env.srv.slots.Load() == 1 })
+	c := dialRaw(t, env.addr)
+	c.Write(apiVersionsV0(7))
+	c.SetReadDeadline(time.Now().Add(2 * time.Second))
+	if f, err := readFrame(c); err != nil || corrOf(f) != 7 {
+		t.Fatalf("client after a close: %v", err)
 	}
 }

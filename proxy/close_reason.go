@@ -47,6 +47,10 @@ func (p *pair) closeOnError(side string, err error) {
 		return
 	case errors.Is(err, errOverflow):
 		count, reason = m.overflow.WithLabelValues(side), side+" sent more than max_unread_bytes ahead"
+	case errors.Is(err, errOverBudget):
+		count, reason = m.overBudget.WithLabelValues(side), side+" input over max_buffered_bytes"
+	case errors.Is(err, errWriteStalled):
+		count, reason = m.writeStalls.WithLabelValues(side), side+" write stalled"
 	case errors.Is(err, netpoll.ErrReadTimeout):
 		reason = side + " stalled inside a frame past read_timeout"
 	case errors.As(err, &cw):

@@ -14,7 +14,10 @@ type Config struct {
 	Upstream string `yaml:"upstream"`
 	// DialTimeout bounds connecting to the upstream for a new client.
 	DialTimeout time.Duration `yaml:"dial_timeout"`
-	// WriteTimeout bounds a write to a peer that has stopped reading.
+	// WriteTimeout is how long a write to a peer may make no progress
+	// (the peer has stopped reading) before the pair is closed. It bounds
+	// a stall, not a whole write: a consumer reading a large response
+	// slowly but steadily is never cut off.
 	WriteTimeout time.Duration `yaml:"write_timeout"`
 	// MaxConnections caps open client connections; more are refused.
 	MaxConnections int `yaml:"max_connections"`
@@ -23,6 +26,15 @@ type Config struct {
 	// outruns the other side is closed at this bound instead of growing
 	// memory without limit. It must hold at least one maximum-size frame.
 	MaxUnreadBytes int `yaml:"max_unread_bytes"`
+	// MaxBufferedBytes caps the bytes all connections together hold in
+	// partial frames and unread input; a connection that would take the
+	// total past it is closed, and the others keep what they hold. 0 (the
+	// default) derives it at start: half the container's memory limit
+	// (cgroup v2 memory.max) where there is one, else 1 GiB, and never
+	// less than one maximum-size frame. A value set must hold one
+	// maximum-size frame; below max_unread_bytes it closes a single
+	// connection earlier than max_unread_bytes would.
+	MaxBufferedBytes int `yaml:"max_buffered_bytes"`
 	// DrainTimeout is how long a shutdown waits for in-flight requests.
 	DrainTimeout time.Duration `yaml:"drain_timeout"`
 	// Linger is how long a relay goroutine waits for the next frame after
@@ -66,6 +78,8 @@ func (c Config) Validate() error {
 		return fielderr.New("max_connections", "must be at least 1")
 	case c.MaxUnreadBytes < 1<<10:
 		return fielderr.New("max_unread_bytes", "must be at least 1024")
+	case c.MaxBufferedBytes != 0 && c.MaxBufferedBytes < 1<<10:
+		return fielderr.New("max_buffered_bytes", "must be 0 (derived from the memory limit) or at least 1024")
 	case c.DrainTimeout < 0:
 		return fielderr.New("drain_timeout", "must not be negative")
 	case c.Linger < 0 || c.Linger > time.Second:

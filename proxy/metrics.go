@@ -24,6 +24,9 @@ type Metrics struct {
 	protocolErrs     *prometheus.CounterVec
 	oversize         *prometheus.CounterVec
 	overflow         *prometheus.CounterVec
+	writeStalls      *prometheus.CounterVec
+	overBudget       *prometheus.CounterVec
+	buffered         prometheus.Gauge
 	failed           prometheus.Counter
 	backpressure     prometheus.Counter
 	oversizeAnswered prometheus.Counter
@@ -71,6 +74,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Connections closed for a frame size over the limit, by side."}, []string{"side"}),
 		overflow: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kproxy_unread_overflow_closes_total",
 			Help: "Connections closed for unread input over max_unread_bytes, by side."}, []string{"side"}),
+		writeStalls: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kproxy_write_stall_closes_total",
+			Help: "Connections closed because a write to that side made no progress for write_timeout, by side."}, []string{"side"}),
+		overBudget: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kproxy_buffer_budget_closes_total",
+			Help: "Connections closed because the bytes they held would take all connections past max_buffered_bytes, by side."}, []string{"side"}),
+		buffered: prometheus.NewGauge(prometheus.GaugeOpts{Name: "kproxy_buffered_bytes",
+			Help: "Bytes held in partial frames and unread input, as charged against max_buffered_bytes."}),
 		failed: prometheus.NewCounter(prometheus.CounterOpts{Name: "kproxy_requests_failed_total",
 			Help: "In-flight requests failed because their pair closed."}),
 		backpressure: prometheus.NewCounter(prometheus.CounterOpts{Name: "kproxy_backpressure_waits_total",
@@ -82,7 +91,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			[]string{"direction", "where"}),
 	}
 	for _, c := range []prometheus.Collector{m.requests, m.responses, m.latency, m.bytes, m.inFlight, m.open,
-		m.accepted, m.refused, m.dialFailures, m.protocolErrs, m.oversize, m.overflow, m.failed, m.backpressure,
+		m.accepted, m.refused, m.dialFailures, m.protocolErrs, m.oversize, m.overflow, m.writeStalls, m.overBudget, m.buffered, m.failed, m.backpressure,
 		m.oversizeAnswered, m.batches} {
 		f(c)
 	}

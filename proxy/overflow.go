@@ -12,13 +12,18 @@ import (
 // period's worth of input before the pair is closed.
 const overflowSweep = 10 * time.Millisecond
 
-// flush writes w's batch. A relay blocked here (the peer has stopped
-// reading) cannot check its other side's unread input, which netpoll keeps
-// growing, so it is marked for the overflow sweep meanwhile.
-func (p *pair) flush(w netpoll.Writer) error {
+// flush writes w's batch to side to (toClient, toUpstream). A relay
+// blocked here (the peer reads slowly or not at all) cannot check its other
+// side's unread input, which netpoll keeps growing, so it is marked for the
+// overflow sweep meanwhile; the sweep also closes the pair if the flush
+// makes no progress for write_timeout.
+func (p *pair) flush(w netpoll.Writer, to int) error {
 	p.waitStart()
-	defer p.waitEnd()
-	return w.Flush()
+	p.flushes[to].Add(1)
+	err := w.Flush()
+	p.flushes[to].Add(1)
+	p.waitEnd()
+	return err
 }
 
 // waitStart marks one of the pair's relays as waiting (a flush, a full
@@ -55,10 +60,11 @@ const keepIdleSweeps = 10
 // waitEnd ends a wait begun by waitStart.
 func (p *pair) waitEnd() { p.blocked.Add(-1) }
 
-// overflowing is a pair to close and the side that outran it.
+// overflowing is a pair to close, the side at fault and why.
 type overflowing struct {
 	p    *pair
 	side string
+	err  error
 }
 
 // watchOverflow closes each waiting pair whose unread input on either side
@@ -79,7 +85,7 @@ func (s *Server) watchOverflow() {
 		var empty bool
 		over, empty = s.sweepWaiting(over[:0])
 		for _, o := range over {
-			o.p.closeOnError(o.side, errOverflow)
+			o.p.closeOnError(o.side, o.err)
 		}
 		clear(over)
 		if empty {
@@ -105,8 +111,16 @@ func (s *Server) watchOverflow() {
 func (s *Server) sweepWaiting(over []overflowing) ([]overflowing, bool) {
 	s.waitMu.Lock()
 	defer s.waitMu.Unlock()
+	now := time.Now()
 	kept := s.waiting[:0]
 	for _, p := range s.waiting {
+		// Every listed pair's input is charged: a pair not waiting now
+		// may have been charged while it waited.
+		if !p.closed.Load() {
+			if side := p.holdInput(); side != "" {
+				over = append(over, overflowing{p, side, errOverBudget})
+			}
+		}
 		if p.blocked.Load() == 0 {
 			if p.idleSweeps++; p.idleSweeps < keepIdleSweeps {
 				kept = append(kept, p) // not waiting: its relay checks for itself
@@ -126,9 +140,13 @@ func (s *Server) sweepWaiting(over []overflowing) ([]overflowing, bool) {
 		}
 		switch {
 		case p.client.Reader().Len() > s.cfg.MaxUnreadBytes:
-			over = append(over, overflowing{p, "client"})
+			over = append(over, overflowing{p, "client", errOverflow})
 		case p.upstream.Reader().Len() > s.cfg.MaxUnreadBytes:
-			over = append(over, overflowing{p, "upstream"})
+			over = append(over, overflowing{p, "upstream", errOverflow})
+		case p.stalled(toClient, now):
+			over = append(over, overflowing{p, "client", errWriteStalled})
+		case p.stalled(toUpstream, now):
+			over = append(over, overflowing{p, "upstream", errWriteStalled})
 		}
 	}
 	clear(s.waiting[len(kept):])

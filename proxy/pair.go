@@ -80,6 +80,15 @@ type pair struct {
 	swept      atomic.Bool
 	idleSweeps int
 
+	// flushes[to] is odd while a flush to that side (toClient,
+	// toUpstream) is under way: it is bumped as one starts and as it
+	// ends. stalls[to] is what the sweep saw of it (under Server.waitMu).
+	flushes [2]atomic.Uint64
+	stalls  [2]stallWatch
+
+	// holding is what the pair has charged to Server.budget.
+	holding holding
+
 	requests, responses atomic.Int64
 	bytesIn, bytesOut   atomic.Int64
 }
@@ -97,13 +106,15 @@ const (
 // onRequest, so a slow upstream dial holds up only this client.
 func (s *Server) onConnect(ctx context.Context, client netpoll.Connection) context.Context {
 	log := s.log.With().Str("client", client.RemoteAddr().String()).Logger()
-	if s.draining.Load() {
+	if why := s.reserve(); why != "" {
 		refuse(client)
-		s.m.refused.WithLabelValues("draining").Inc()
+		s.m.refused.WithLabelValues(why).Inc()
+		log.Warn().Str("reason", why).Msg("connection refused")
 		return ctx
 	}
 	up, err := netpoll.DialConnection("tcp", s.cfg.Upstream, s.cfg.DialTimeout)
 	if err != nil {
+		s.unreserve()
 		refuse(client)
 		s.m.dialFailures.Inc()
 		log.Error().Err(err).Str("upstream", s.cfg.Upstream).Msg("upstream dial failed; client connection reset")
@@ -116,6 +127,7 @@ func (s *Server) onConnect(ctx context.Context, client netpoll.Connection) conte
 		p.peer = tracing.NewPeer(client.RemoteAddr().String(), s.cfg.Upstream, s.topics)
 	}
 	if why := s.add(p); why != "" {
+		s.unreserve()
 		refuse(client)
 		up.Close()
 		s.m.refused.WithLabelValues(why).Inc()
@@ -124,7 +136,10 @@ func (s *Server) onConnect(ctx context.Context, client netpoll.Connection) conte
 	}
 	for _, conn := range []netpoll.Connection{client, up} {
 		conn.SetReadTimeout(s.framing.ReadTimeout)
-		conn.SetWriteTimeout(s.cfg.WriteTimeout)
+		// netpoll's write timeout bounds a whole flush, and cuts off a
+		// consumer still reading a large response; write_timeout is a
+		// stall timeout instead, kept by the overflow sweep (stall.go).
+		conn.SetWriteTimeout(0)
 	}
 	client.AddCloseCallback(func(netpoll.Connection) error { p.close(reasonClientClosed, nil); return nil })
 	up.AddCloseCallback(func(netpoll.Connection) error { p.close(reasonUpstreamClosed, nil); return nil })
@@ -193,6 +208,7 @@ func (p *pair) close(reason string, err error) bool {
 	p.upstream.Close()
 	p.upstreamTask.Unlock()
 	p.clientTask.Unlock()
+	p.releaseHeld()
 	left := p.table.Close()
 	for _, e := range left {
 		p.s.tracer.Fail(e.Span, "kproxy.connection_closed")

@@ -60,7 +60,6 @@ func (p *pair) relayResponsesInline(r netpoll.Reader) {
 			err = p.deliver(frame, w)
 		}
 	}
-	p.out.apply(p)
 	p.s.m.batch[batchResponses][onPoller].Inc()
 	if err == nil {
 		var all bool
@@ -69,6 +68,12 @@ func (p *pair) relayResponsesInline(r netpoll.Reader) {
 		} else if !all {
 			p.clientHanded = true // runTask hands wmu to a goroutine that flushes w
 		}
+	}
+	if err != nil {
+		p.out.drop() // not delivered
+	}
+	if !p.clientHanded { // else finishSend counts the batch once it is flushed
+		p.out.apply(p)
 	}
 	if err != nil {
 		clear(p.cli.iov)
@@ -88,10 +93,18 @@ func (p *pair) relayResponsesInline(r netpoll.Reader) {
 }
 
 // finishSend flushes what a raw send left in w, from a goroutine since it
-// may wait for the peer, then lets the next writer in. On error the pair
-// is closed first, so no one writes behind a remainder netpoll still holds.
-func (p *pair) finishSend(w netpoll.Writer, owner interface{ Unlock() }, side string, wrap func(error) error) {
-	if err := p.flush(w); err != nil {
+// may wait for the peer, then lets the next writer in. Responses are
+// counted once flushed, and not if the flush fails. On error the pair is
+// closed first, so no one writes behind a remainder netpoll still holds.
+func (p *pair) finishSend(w netpoll.Writer, to int, owner interface{ Unlock() }, side string, wrap func(error) error) {
+	err := p.flush(w, to)
+	if to == toClient {
+		if err != nil {
+			p.out.drop()
+		}
+		p.out.apply(p) // under wmu, which owner is
+	}
+	if err != nil {
 		p.closeOnError(side, wrap(err))
 	}
 	owner.Unlock()

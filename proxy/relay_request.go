@@ -45,11 +45,17 @@ func (p *pair) onClient(_ context.Context, c netpoll.Connection) error {
 			// Send nothing new; the response side closes the pair when
 			// the table empties, or Drain does at its deadline.
 			p.closeIfDrained()
+			p.waitStart() // what the client sends meanwhile is swept
 			<-p.done
+			p.waitEnd()
 			return nil
 		}
 		if r.Len() > p.s.cfg.MaxUnreadBytes {
 			p.closeOnError("client", errOverflow)
+			return nil
+		}
+		if !p.hold(fromClient, r.Len()) {
+			p.closeOnError("client", errOverBudget)
 			return nil
 		}
 		if p.mutedUntil != 0 {
@@ -77,6 +83,7 @@ func (p *pair) onClient(_ context.Context, c netpoll.Connection) error {
 		}
 		r.Release()
 		if !p.linger(c) {
+			p.holdLeft(fromClient, "client", r)
 			return nil
 		}
 	}
@@ -109,7 +116,7 @@ func (p *pair) relayRequests(r netpoll.Reader) error {
 		var frame []byte
 		var err error
 		if first {
-			frame, err = framing.Next(r, max)
+			frame, err = p.nextFrame(r, max)
 		} else {
 			n, whole, berr := framing.Buffered(r, max)
 			if !whole || berr != nil {
@@ -141,7 +148,7 @@ func (p *pair) relayRequests(r netpoll.Reader) error {
 // responses may be counted as soon as it is sent.
 func (p *pair) flushUp(w netpoll.Writer) error {
 	p.in.apply(p)
-	return p.flush(w)
+	return p.flush(w, toUpstream)
 }
 
 // forward writes one request frame upstream, recording it in the table
@@ -286,7 +293,7 @@ func (p *pair) writeAnswers() error {
 	cw := p.client.Writer()
 	err := p.writeSynthetic(cw)
 	if err == nil {
-		if err = p.flush(cw); err != nil {
+		if err = p.flush(cw, toClient); err != nil {
 			err = errClientWrite{err}
 		}
 	}

@@ -30,6 +30,10 @@ func (p *pair) onUpstream(_ context.Context, c netpoll.Connection) error {
 			p.closeOnError("upstream", errOverflow)
 			return nil
 		}
+		if !p.hold(fromUpstream, r.Len()) {
+			p.closeOnError("upstream", errOverBudget)
+			return nil
+		}
 		if err := p.relayResponses(r); err != nil {
 			p.closeOnError("upstream", err)
 			return nil
@@ -42,6 +46,7 @@ func (p *pair) onUpstream(_ context.Context, c netpoll.Connection) error {
 			}
 		}
 		if !p.linger(c) {
+			p.holdLeft(fromUpstream, "upstream", r)
 			return nil
 		}
 	}
@@ -54,7 +59,7 @@ func (p *pair) relayResponses(r netpoll.Reader) error {
 	max := p.s.framing.MaxResponseBytes
 	// Wait for the first whole frame before taking the writer, so a slow
 	// partial frame never holds it.
-	frame, err := framing.Next(r, max)
+	frame, err := p.nextFrame(r, max)
 	if err != nil {
 		return err
 	}
@@ -76,18 +81,22 @@ func (p *pair) relayResponses(r netpoll.Reader) error {
 	}
 	p.s.m.batch[batchResponses][inPool].Inc()
 	if err == nil {
-		if err = p.flush(w); err != nil {
+		if err = p.flush(w, toClient); err != nil {
 			err = errClientWrite{err}
 		}
 	}
 	return p.finishBatch(err)
 }
 
-// finishBatch ends the spans of a batch written to the client. On error it
-// fails them and closes the pair before wmu is let go, so no one else
+// finishBatch ends the spans of a batch written to the client and counts
+// its responses and bytes. On error it counts neither, fails the spans
+// and closes the pair before wmu is let go, so no one else
 // flushes a writer that still points into buffers about to be freed. The
 // caller holds wmu.
 func (p *pair) finishBatch(err error) error {
+	if err != nil {
+		p.out.drop() // not delivered: only its in-flight change counts
+	}
 	p.out.apply(p)
 	if err == nil {
 		p.endSpans()

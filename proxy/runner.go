@@ -41,7 +41,7 @@ func runTask(ctx context.Context, f func()) {
 			// lets go of upMu when done; started only now, so nothing
 			// on the poller touches what upMu guards after it.
 			p.upHanded = false
-			go p.finishSend(p.upstream.Writer(), &p.upMu, "client", func(err error) error { return errUpstreamWrite{err} })
+			go p.finishSend(p.upstream.Writer(), toUpstream, &p.upMu, "client", func(err error) error { return errUpstreamWrite{err} })
 		} else {
 			p.upMu.Unlock()
 		}
@@ -54,7 +54,7 @@ func runTask(ctx context.Context, f func()) {
 		p.inUpstream = false
 		if p.clientHanded {
 			p.clientHanded = false // as above, for wmu
-			go p.finishSend(p.client.Writer(), &p.wmu, "upstream", func(err error) error { return errClientWrite{err} })
+			go p.finishSend(p.client.Writer(), toClient, &p.wmu, "upstream", func(err error) error { return errClientWrite{err} })
 		} else {
 			p.wmu.Unlock()
 		}

@@ -129,3 +129,21 @@ func (r *rawConn) sendmsg(chunk [][]byte) (n, want int, err error) {
 		}
 	}
 }
+
+// acked returns the bytes the peer has acknowledged on this socket, the
+// progress a write to a slow reader makes; false if unknown.
+func (r *rawConn) acked() (uint64, bool) {
+	if r == nil {
+		return 0, false
+	}
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if r.gone {
+		return 0, false
+	}
+	info, err := unix.GetsockoptTCPInfo(r.fd, unix.IPPROTO_TCP, unix.TCP_INFO)
+	if err != nil {
+		return 0, false
+	}
+	return info.Bytes_acked, true
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -39,6 +40,11 @@ type Server struct {
 
 	mu    sync.Mutex
 	pairs map[*pair]struct{}
+	// budget counts the bytes all pairs hold against max_buffered_bytes.
+	budget budget
+	// slots counts the clients paired or being paired (their upstream
+	// dial under way) against max_connections.
+	slots atomic.Int64
 	idle  chan struct{} // closed when draining and the last pair closes
 
 	// waiting lists the pairs the overflow sweep checks (see waitStart).
@@ -60,12 +66,22 @@ func New(cfg Config, fr framing.Config, tc correlate.Config, log zerolog.Logger,
 			return nil, err
 		}
 	}
-	if max := max(fr.MaxRequestBytes, fr.MaxResponseBytes) + framing.SizeLen; cfg.MaxUnreadBytes < max {
-		return nil, fmt.Errorf("max_unread_bytes %d must hold one maximum-size frame (%d)", cfg.MaxUnreadBytes, max)
+	frame := max(fr.MaxRequestBytes, fr.MaxResponseBytes) + framing.SizeLen
+	if cfg.MaxUnreadBytes < frame {
+		return nil, fmt.Errorf("max_unread_bytes %d must hold one maximum-size frame (%d)", cfg.MaxUnreadBytes, frame)
+	}
+	if cfg.MaxBufferedBytes != 0 && cfg.MaxBufferedBytes < frame {
+		return nil, fmt.Errorf("max_buffered_bytes %d must hold one maximum-size frame (%d)", cfg.MaxBufferedBytes, frame)
+	}
+	if cfg.MaxBufferedBytes == 0 {
+		n, from := DefaultMaxBufferedBytes(os.DirFS("/"))
+		cfg.MaxBufferedBytes = max(n, frame)
+		log.Info().Int("max_buffered_bytes", cfg.MaxBufferedBytes).Str("from", from).Msg("process-wide buffer budget")
 	}
 	s := &Server{cfg: cfg, framing: fr, table: tc, log: log, m: m, tracer: tracer, topics: framing.NewTopicIDs(), inline: cfg.Linger == 0,
 		pairs: make(map[*pair]struct{}), idle: make(chan struct{}), stop: make(chan struct{}),
 		waitKick: make(chan struct{}, 1)}
+	s.budget.max = int64(cfg.MaxBufferedBytes)
 	loop, err := netpoll.NewEventLoop(s.onRequest, netpoll.WithOnConnect(s.onConnect))
 	if err != nil {
 		return nil, err
@@ -175,15 +191,37 @@ func (s *Server) stopLoop() {
 	s.loop.Shutdown(ctx)
 }
 
-// add registers p unless the server is draining or full, and says why not.
+// reserve takes a max_connections slot for a new client before its
+// upstream is dialled, so a client refused for want of one costs no
+// upstream connection (every upstream connection comes from kproxy's
+// address, and a broker's per-IP quotas would then hit every client). It
+// says why not, or "". The slot is given back by unreserve, or by remove
+// once the client is paired.
+func (s *Server) reserve() string {
+	if s.draining.Load() {
+		return "draining"
+	}
+	for {
+		n := s.slots.Load()
+		if n >= int64(s.cfg.MaxConnections) {
+			return "max_connections"
+		}
+		if s.slots.CompareAndSwap(n, n+1) {
+			return ""
+		}
+	}
+}
+
+// unreserve gives back a slot taken by reserve for a client not paired.
+func (s *Server) unreserve() { s.slots.Add(-1) }
+
+// add registers p, whose slot reserve took, unless the server is draining,
+// and says why not.
 func (s *Server) add(p *pair) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	switch {
-	case s.draining.Load():
+	if s.draining.Load() {
 		return "draining"
-	case len(s.pairs) >= s.cfg.MaxConnections:
-		return "max_connections"
 	}
 	s.pairs[p] = struct{}{}
 	s.m.open.Inc()
@@ -198,6 +236,7 @@ func (s *Server) remove(p *pair) {
 		return
 	}
 	delete(s.pairs, p)
+	s.unreserve()
 	if s.draining.Load() && len(s.pairs) == 0 {
 		close(s.idle)
 	}

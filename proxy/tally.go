@@ -49,6 +49,11 @@ func (t *tally) endRun() {
 	t.apiN = 0
 }
 
+// drop forgets the frames and bytes of a batch that was not written. Its
+// in-flight change stays: its entries left the table all the same. Runs of
+// an earlier API in a mixed batch have been counted already.
+func (t *tally) drop() { t.frames, t.bytes, t.apiN = 0, 0, 0 }
+
 // apply adds the batch to p's and the server's counters and starts the
 // next batch.
 func (t *tally) apply(p *pair) {
