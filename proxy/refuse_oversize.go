@@ -107,6 +107,11 @@ func (p *pair) dropOversize(r netpoll.Reader, w netpoll.Writer, h framing.Reques
 	if err := r.Skip(h.BodyOffset); err != nil {
 		return nil, err
 	}
+	// The body arrives while it is dropped, and netpoll reads ahead of
+	// the drop: on the sweep's list, what the pair holds meanwhile is
+	// charged to max_buffered_bytes and bounded by max_unread_bytes.
+	p.waitStart()
+	defer p.waitEnd()
 	body := framing.NewStream(r, framing.SizeLen+size-h.BodyOffset)
 	if h.APIKey == framing.KeyProduce {
 		acks, parts, err := framing.StreamProduce(body, h.APIVersion, oversizeKept)
