@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
 )
 
 // countingBroker answers every request at once and counts the requests it
@@ -141,6 +143,59 @@ func TestDrainWaitsForTheResponseBeingWritten(t *testing.T) {
 	}
 	if f, err := readFrame(c); err != nil || corrOf(f) != 2 {
 		t.Fatalf("the response being written when the drain began was lost: %x %v", f, err)
+	}
+	expectClosed(t, c, 5*time.Second)
+}
+
+// kproxy's own answer can be the last entry a draining pair owes: the
+// drain must end once that answer is written, not wait for drain_timeout.
+// The test holds the client writer (as a response batch being flushed
+// does) while a refused request's answer queues behind it, starts the
+// drain, then lets the answer go.
+func TestDrainEndsAfterKproxysOwnAnswer(t *testing.T) {
+	env := startKfake(t, []kfake.Opt{kfake.SeedTopics(1, "secret")})
+	applyPolicies(t, env, denySecret)
+	c := dialRaw(t, env.addr)
+	c.SetDeadline(time.Now().Add(20 * time.Second))
+	c.Write(apiVersionsV0(1))
+	if _, err := readFrame(c); err != nil {
+		t.Fatal(err)
+	}
+	env.srv.mu.Lock()
+	var p *pair
+	for q := range env.srv.pairs {
+		p = q
+	}
+	env.srv.mu.Unlock()
+
+	p.wmu.Lock() // a response batch being written
+	if _, err := c.Write(encodeRequest(produceRequest(7, 1, "secret"), 2)); err != nil {
+		p.wmu.Unlock()
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); p.table.Len() == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			p.wmu.Unlock()
+			t.Fatal("the refused request never reached the in-flight table")
+		}
+	}
+	const drainTimeout = 15 * time.Second
+	drained := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), drainTimeout)
+		defer cancel()
+		drained <- env.srv.Drain(ctx)
+	}()
+	for !p.draining.Load() {
+		time.Sleep(time.Millisecond)
+	}
+	p.wmu.Unlock()
+	f, err := readFrame(c)
+	if err != nil || corrOf(f) != 2 {
+		t.Fatalf("the refusal owed when the drain began was lost: %x %v", f, err)
+	}
+	if err := <-drained; err != nil {
+		t.Fatalf("the drain did not end after kproxy's own answer, the last one owed: %v", err)
 	}
 	expectClosed(t, c, 5*time.Second)
 }

@@ -288,6 +288,14 @@ func (p *pair) queueResponse(resp kmsg.Response, e correlate.Entry, v policy.Ver
 // writeAnswers writes kproxy's own answers now at the head of the table to
 // the client.
 func (p *pair) writeAnswers() error {
+	err := p.flushAnswers()
+	// An answer of kproxy's own can be the last entry a draining pair
+	// owes; no response from the broker will come to close it.
+	p.closeIfDrained()
+	return err
+}
+
+func (p *pair) flushAnswers() error {
 	p.wmu.Lock()
 	defer p.wmu.Unlock()
 	cw := p.client.Writer()
