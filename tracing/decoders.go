@@ -36,8 +36,10 @@ var (
 // and so the decoder windows and output buffers alive at once. Taking a
 // slot never waits: a batch that finds none free is not read (its links
 // are marked incomplete), so a flood of bombs costs others nothing but
-// their own links. Two per CPU keeps every CPU busy.
-var inflateSlots = make(chan struct{}, max(4, 2*runtime.GOMAXPROCS(0)))
+// their own links. Half the CPUs at most: inflating runs on the relay's
+// goroutines, and a slot per CPU would let bombs take every CPU from the
+// clients relayed beside them.
+var inflateSlots = make(chan struct{}, max(1, runtime.GOMAXPROCS(0)/2))
 
 // takeSlot reserves an inflation slot, or reports false when all are in
 // use.

@@ -21,6 +21,7 @@ type hostileConfig struct {
 	BombConns, BombBatches, BombInflate int
 	OversizeConns, OversizeParts        int
 	HogConns, HogSize, HogHold          int
+	HogPause                            time.Duration
 
 	// Budget is the proxy's configured memory budget in bytes
 	// (max_buffered_bytes and what else it bounds): RSS is judged
@@ -48,7 +49,7 @@ func (cfg hostileConfig) attacks() []hostileAttack {
 	return []hostileAttack{
 		{"bomb", cfg.BombConns, repeatFrame(bombFrame(cfg.Victim.Topic, cfg.BombBatches, cfg.BombInflate))},
 		{"oversize", cfg.OversizeConns, repeatFrame(manyPartitionsFrame(cfg.Victim.Topic, cfg.OversizeParts))},
-		{"hog", cfg.HogConns, hog(cfg.HogSize, cfg.HogHold)},
+		{"hog", cfg.HogConns, hog(cfg.HogSize, cfg.HogHold, cfg.HogPause)},
 	}
 }
 
@@ -110,6 +111,13 @@ func runHostilePhase(cfg hostileConfig, set []hostileAttack) (hostilePhase, erro
 	}
 	if len(set) > 0 {
 		time.Sleep(300 * time.Millisecond) // the attacks under way first
+	}
+	if t, ok := ph.Attack["hog"]; ok {
+		// Victims are measured while the hogs hold what they sent, not
+		// while they send it.
+		for deadline := time.Now().Add(10 * time.Second); t.settled.Load() < int64(cfg.HogConns) && time.Now().Before(deadline); {
+			time.Sleep(10 * time.Millisecond)
+		}
 	}
 	victim := cfg.Victim
 	victim.Addr, victim.Duration = cfg.Addr, cfg.Duration
@@ -178,12 +186,13 @@ func hostileCmd(args []string) error {
 	fs.StringVar(&cfg.Victim.Topic, "topic", "kbench", "topic the victims and attacks produce to")
 	fs.IntVar(&cfg.BombConns, "bomb-conns", 2, "bomb connections (zstd batches that inflate far)")
 	fs.IntVar(&cfg.BombBatches, "bomb-batches", 110, "zstd batches per bomb request")
-	fs.IntVar(&cfg.BombInflate, "bomb-inflate", 16<<20, "bytes each bomb batch inflates to")
+	fs.IntVar(&cfg.BombInflate, "bomb-inflate", 16<<20-64, "bytes each bomb batch inflates to (just under 16 MiB, a batch limit an older kproxy read whole)")
 	fs.IntVar(&cfg.OversizeConns, "oversize-conns", 2, "connections sending oversize Produce requests (for a max_request_bytes rule)")
 	fs.IntVar(&cfg.OversizeParts, "oversize-parts", 1_000_000, "partitions each oversize request names (6 bytes each)")
 	fs.IntVar(&cfg.HogConns, "hog-conns", 8, "connections each holding a partial frame")
 	fs.IntVar(&cfg.HogSize, "hog-size", 100_000_000, "frame size each hog claims")
 	fs.IntVar(&cfg.HogHold, "hog-hold", 96<<20, "bytes of its frame each hog sends before it stops")
+	fs.DurationVar(&cfg.HogPause, "hog-pause", time.Second, "how long a hog the proxy closed waits before it connects again")
 	fs.Int64Var(&cfg.Budget, "budget", 0, "the proxy's memory budget in bytes (e.g. max_buffered_bytes), to judge RSS against; 0: not judged")
 	if err := parse(fs, args); err != nil {
 		return err

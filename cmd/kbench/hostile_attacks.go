@@ -12,6 +12,7 @@ import (
 // read, and connections the proxy closed on it.
 type attackTally struct {
 	sent, answered, closed atomic.Int64
+	settled                atomic.Int64 // hogs: first sends over (held or refused)
 }
 
 // attacker runs one hostile client loop on a fresh connection each time
@@ -51,8 +52,11 @@ func repeatFrame(frame []byte) attacker {
 
 // hog sends the start of a frame of `size` bytes and then `hold` bytes of
 // its body, never the rest, and keeps the connection open: the proxy must
-// buffer what it got while it waits. A closed hog connects again.
-func hog(size, hold int) attacker {
+// buffer what it got while it waits. A hog the proxy closes connects again
+// after pause: the attack is on memory; resending without a pause is a
+// bandwidth flood, which costs every client CPU whatever the proxy does
+// (kbench flood measures that).
+func hog(size, hold int, pause time.Duration) attacker {
 	prefix := hogPrefix(size)
 	filler := make([]byte, 256<<10)
 	return func(addr string, stop <-chan struct{}, t *attackTally) {
@@ -67,6 +71,7 @@ func hog(size, hold int) attacker {
 			for left := hold; err == nil && left > 0 && !stopped(stop); left -= len(filler) {
 				_, err = c.Write(filler[:min(left, len(filler))])
 			}
+			t.settled.Add(1) // sent what it holds, or closed trying
 			if err == nil {
 				t.sent.Add(1)
 				// Hold until the proxy closes it or the phase ends.
@@ -85,11 +90,14 @@ func hog(size, hold int) attacker {
 				case <-closed:
 				}
 			}
+			c.Close()
 			if !stopped(stop) {
 				t.closed.Add(1)
-				time.Sleep(20 * time.Millisecond)
+				select {
+				case <-stop:
+				case <-time.After(pause):
+				}
 			}
-			c.Close()
 		}
 	}
 }

@@ -97,7 +97,7 @@ func TestHostileRunReportsEveryPhase(t *testing.T) {
 		Victim:    loadConfig{Conns: 2, Depth: 1, Size: 113, MaxRequests: 1_000_000, Topic: "kbench"},
 		BombConns: 1, BombBatches: 4, BombInflate: 1 << 20,
 		OversizeConns: 1, OversizeParts: 1000,
-		HogConns: 2, HogSize: 8 << 20, HogHold: 1 << 20, Budget: 1 << 30}
+		HogConns: 2, HogSize: 8 << 20, HogHold: 1 << 20, HogPause: 100 * time.Millisecond, Budget: 1 << 30}
 	phases, err := runHostile(cfg)
 	if err != nil {
 		t.Fatal(err)
