@@ -44,15 +44,24 @@ const (
 	// FrameWait: not known until an answer the broker still owes
 	// arrives; hold the frame (and stop reading) until WaitAnswered.
 	FrameWait
+	// FrameUnreadable: in the raw phase of a mechanism with unknown
+	// rounds, a frame that reads as a Kafka request header kproxy cannot
+	// parse (a key or version its kmsg does not know). The broker may run
+	// it; kproxy cannot judge it, and must not relay it as a token: close
+	// the connection.
+	FrameUnreadable
 )
 
 // SaslRounds returns how many token round trips a mechanism takes in the
-// v0 flow, or 0 when it varies (GSSAPI and unknown mechanisms).
+// v0 flow, or 0 when it varies (GSSAPI) or the mechanism is not one
+// Kafka ships. Counting more rounds than a mechanism takes would relay its
+// first request as a token, so only the mechanisms known to take them
+// are counted: a custom "SCRAM-something" may take any number.
 func SaslRounds(mechanism string) int8 {
-	switch m := strings.ToUpper(mechanism); {
-	case m == "PLAIN", m == "OAUTHBEARER":
+	switch strings.ToUpper(mechanism) {
+	case "PLAIN", "OAUTHBEARER":
 		return 1
-	case strings.HasPrefix(m, "SCRAM-"):
+	case "SCRAM-SHA-256", "SCRAM-SHA-512":
 		return 2
 	}
 	return 0
@@ -85,11 +94,13 @@ func (s *saslState) mustWait() bool {
 }
 
 // Frame says what a client frame is. The caller relays FrameRequest and
-// FrameToken frames as such, and holds a FrameWait frame until
-// WaitAnswered returns, then asks again. When the number of rounds is
-// unknown, the raw phase ends at the first client frame that parses as a
-// known Kafka request: the client only sends requests once authentication
-// has completed. Tokens still unanswered then never will be (GSSAPI's last
+// FrameToken frames as such, holds a FrameWait frame until WaitAnswered
+// returns, then asks again, and closes the connection on FrameUnreadable.
+// When the number of rounds is unknown, the raw phase ends at the first
+// client frame that parses as a known Kafka request: the client only sends
+// requests once authentication has completed. A frame that reads as a
+// request header kproxy cannot parse is FrameUnreadable (see
+// readsAsRequest). Tokens still unanswered then never will be (GSSAPI's last
 // one): they leave the table, and retired says how many. An answer that
 // comes for one after all meets a request's entry and fails the pair, so
 // a disagreement with the broker closes the connection rather than
@@ -112,8 +123,27 @@ func (t *Table) Frame(frame []byte) (kind FrameKind, retired int) {
 			s.raw = false
 			return FrameRequest, t.retireTokens()
 		}
+		if readsAsRequest(frame) {
+			return FrameUnreadable, 0
+		}
 	}
 	return FrameToken, 0
+}
+
+// readsAsRequest reports whether a frame kproxy could not parse as a
+// request may still be one to the broker: it is long enough for a request
+// header (key, version, correlation id) and its key and version are both
+// below 256, as every Kafka API key and version is (kproxy knows keys up
+// to framing.MaxKey; a newer broker may know more, or newer versions).
+// No GSSAPI token looks like that: the first one is an ASN.1 application
+// tag (0x60, RFC 2743 3.1, which also frames RFC 1964's per-message
+// tokens), and RFC 4121 per-message tokens start with their TOK_ID, 0x04
+// 0x04 (MIC) or 0x05 0x04 (Wrap); all start above 0x00. A token of a
+// mechanism kproxy does not know that starts with a zero byte, and has
+// another in third place, is refused too: kproxy cannot tell it from a
+// request.
+func readsAsRequest(frame []byte) bool {
+	return len(frame) >= 12 && frame[4] == 0 && frame[6] == 0 // size, key, version, correlation id
 }
 
 // Sasl reports whether client frames must go through Frame: a SaslHandshake

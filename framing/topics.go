@@ -7,10 +7,12 @@ import "github.com/twmb/franz-go/pkg/kmsg"
 const NoPartition int32 = -1
 
 // UnknownTopic is the name EachTopic gives a topic it cannot name: one
-// named by an id kproxy has not learnt from a Metadata response, or named
-// in a request kproxy does not open (see brokerOnly). Kafka topic names are
-// never empty, so it stands for no real topic; a rule that selects topics
-// must take it as possibly any of them (fail closed).
+// named by an id kproxy has not learnt from a Metadata response, named in
+// a request kproxy does not open (see BrokerOnly), or covered by a request
+// about many topics at once (an ACL filter or pattern, a null ElectLeaders
+// list). Kafka topic names are never empty, so it stands for no real
+// topic; a rule that selects topics must take it as possibly any of them
+// (fail closed).
 const UnknownTopic = ""
 
 // EachTopic calls fn with every topic (and partition) a request names, in
@@ -18,9 +20,11 @@ const UnknownTopic = ""
 // request type that can name a topic is covered, by name or by id, nested
 // lists included (TestEachTopicCoversEveryRequest walks kmsg to keep it
 // so); topics kproxy cannot name come as UnknownTopic. A request for "all
-// topics" (Metadata with a null list, say) names none. Regular expressions
-// (subscriptions by pattern) are not topics: the topics they come to are
-// named by id in the requests that read them.
+// topics" that only reads (Metadata with a null list, say) names none; one
+// that changes them (ElectLeaders with a null list, an ACL on "*" or on a
+// prefix) names UnknownTopic. Regular expressions (subscriptions by
+// pattern) are not topics: the topics they come to are named by id in the
+// requests that read them.
 //
 // Names alias the request's frame: clone any that outlive it. Requests of
 // APIs that name no topics give no calls.
@@ -36,9 +40,14 @@ func EachTopic(req kmsg.Request, ids *TopicIDs, fn func(topic string, partition 
 }
 
 // NamesTopics reports whether requests of key can name topics, so that a
-// rule selecting topics knows that a body it cannot read might.
+// rule selecting topics knows that a body it cannot read might. A key
+// kproxy does not know (a broker newer than its kmsg may serve it) might
+// name any: it does, so that topic rules fail closed on it.
 func NamesTopics(key int16) bool {
-	return key >= 0 && int(key) < len(topicKeys) && topicKeys[key]
+	if key < 0 || int(key) >= len(topicKeys) || !apis[key].known {
+		return true
+	}
+	return topicKeys[key]
 }
 
 // topicKeys are the API keys whose requests can name topics; the test

@@ -68,10 +68,15 @@ func (w walk) admin(req kmsg.Request) {
 }
 
 // replicas reports the topics of the APIs that move replicas and elect
-// leaders. A null topic list (every partition) names none.
+// leaders. A null topic list asks for every partition: in the lists that
+// only read (ListPartitionReassignments, DescribeLogDirs) it names none,
+// in ElectLeaders, which moves leaders, UnknownTopic.
 func (w walk) replicas(req kmsg.Request) bool {
 	switch r := req.(type) {
 	case *kmsg.ElectLeadersRequest:
+		if r.Topics == nil { // kmsg decodes null as nil, an empty list as empty
+			w.fn(UnknownTopic, NoPartition)
+		}
 		for _, t := range r.Topics {
 			if !w.numbers(t.Topic, [16]byte{}, t.Partitions) {
 				break
@@ -115,26 +120,42 @@ func (w walk) replicas(req kmsg.Request) bool {
 	return true
 }
 
-// acls reports the topics ACL requests are about: a resource of type
-// TOPIC names one (a prefixed pattern or "*" by its text; a filter with a
-// null name or type ANY names none).
+// acls reports the topics ACL requests are about. A filter or binding
+// that can cover a topic (resource type TOPIC or ANY) names it when it
+// says one topic: a LITERAL pattern and a name other than "*". Any other
+// (a null name, "*", which a broker takes as every topic, a PREFIXED,
+// MATCH or ANY pattern) may cover any topic: UnknownTopic. DescribeAcls
+// only reads, but is judged the same way, so that a rule hiding a topic
+// hides its ACLs too. Versions before the pattern type read as LITERAL
+// (kmsg's default), as the broker reads them.
 func (w walk) acls(req kmsg.Request) {
 	switch r := req.(type) {
 	case *kmsg.DescribeACLsRequest:
-		if r.ResourceType == kmsg.ACLResourceTypeTopic && r.ResourceName != nil {
-			w.fn(*r.ResourceName, NoPartition)
-		}
+		w.acl(r.ResourceType, r.ResourceName, r.ResourcePatternType)
 	case *kmsg.CreateACLsRequest:
-		for _, c := range r.Creations {
-			if c.ResourceType == kmsg.ACLResourceTypeTopic && !w.fn(c.ResourceName, NoPartition) {
+		for i := range r.Creations {
+			c := &r.Creations[i]
+			if !w.acl(c.ResourceType, &c.ResourceName, c.ResourcePatternType) {
 				return
 			}
 		}
 	case *kmsg.DeleteACLsRequest:
 		for _, f := range r.Filters {
-			if f.ResourceType == kmsg.ACLResourceTypeTopic && f.ResourceName != nil && !w.fn(*f.ResourceName, NoPartition) {
+			if !w.acl(f.ResourceType, f.ResourceName, f.ResourcePatternType) {
 				return
 			}
 		}
 	}
+}
+
+// acl reports the topic one ACL binding or filter covers, if it can cover
+// topics at all.
+func (w walk) acl(typ kmsg.ACLResourceType, name *string, pattern kmsg.ACLResourcePatternType) bool {
+	switch {
+	case typ != kmsg.ACLResourceTypeTopic && typ != kmsg.ACLResourceTypeAny:
+		return true
+	case name == nil || *name == "*" || pattern != kmsg.ACLResourcePatternTypeLiteral:
+		return w.fn(UnknownTopic, NoPartition)
+	}
+	return w.fn(*name, NoPartition)
 }

@@ -9,23 +9,31 @@ import (
 // ClampVersions lowers the versions an ApiVersions response offers to
 // those kproxy can read, so clients never send a version whose layout
 // kproxy would have to guess at (an acks=0 Produce of an unknown version
-// would be taken to expect a response). It returns frame itself when there
-// is nothing to lower.
-func ClampVersions(frame []byte, version int16) []byte {
+// would be taken to expect a response). With hideUnknown (see
+// Engine.HidesUnknownAPIs) it also drops the APIs kproxy does not know at
+// all. It returns frame itself when there is nothing to change.
+func ClampVersions(frame []byte, version int16, hideUnknown bool) []byte {
 	resp, err := framing.DecodeResponse(frame, framing.KeyApiVersions, version)
 	if err != nil || resp == nil {
 		return frame
 	}
 	r := resp.(*kmsg.ApiVersionsResponse)
 	changed := false
-	for i := range r.ApiKeys {
-		k := &r.ApiKeys[i]
-		if max := framing.MaxVersion(k.ApiKey); max >= 0 && k.MaxVersion > max {
+	keep := r.ApiKeys[:0]
+	for _, k := range r.ApiKeys {
+		max := framing.MaxVersion(k.ApiKey)
+		switch {
+		case max < 0 && hideUnknown:
+			changed = true
+			continue
+		case max >= 0 && k.MaxVersion > max:
 			k.MaxVersion, changed = max, true
 		}
+		keep = append(keep, k)
 	}
 	if !changed {
 		return frame
 	}
+	r.ApiKeys = keep
 	return EncodeResponse(r, framing.ResponseCorrelationID(frame))
 }

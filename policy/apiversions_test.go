@@ -20,7 +20,7 @@ func TestClampVersions(t *testing.T) {
 		{ApiKey: 30000, MinVersion: 0, MaxVersion: 9}, // unknown key: left alone
 	}
 	frame := EncodeResponse(resp, 5)
-	out := ClampVersions(frame, 3)
+	out := ClampVersions(frame, 3, false)
 	back, err := framing.DecodeResponse(out, framing.KeyApiVersions, 3)
 	if err != nil || framing.ResponseCorrelationID(out) != 5 {
 		t.Fatalf("clamped answer: %v", err)
@@ -32,7 +32,32 @@ func TestClampVersions(t *testing.T) {
 	// Nothing to lower: the frame comes back as it was.
 	resp.ApiKeys = resp.ApiKeys[1:2]
 	same := EncodeResponse(resp, 6)
-	if got := ClampVersions(same, 3); &got[0] != &same[0] {
+	if got := ClampVersions(same, 3, false); &got[0] != &same[0] {
 		t.Fatal("an answer needing no change was re-encoded")
+	}
+}
+
+// Under a rule that would refuse them (see Engine.HidesUnknownAPIs), the
+// APIs kproxy does not know leave the answer, so clients never send them.
+func TestClampVersionsHidesUnknownAPIs(t *testing.T) {
+	resp := kmsg.NewPtrApiVersionsResponse()
+	resp.SetVersion(3)
+	resp.ApiKeys = []kmsg.ApiVersionsResponseApiKey{
+		{ApiKey: 0, MinVersion: 3, MaxVersion: 5},
+		{ApiKey: kmsg.MaxKey + 1, MinVersion: 0, MaxVersion: 1},
+		{ApiKey: 18, MinVersion: 0, MaxVersion: 3},
+		{ApiKey: 30000, MinVersion: 0, MaxVersion: 9},
+	}
+	out := ClampVersions(EncodeResponse(resp, 5), 3, true)
+	back, err := framing.DecodeResponse(out, framing.KeyApiVersions, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []int16
+	for _, k := range back.(*kmsg.ApiVersionsResponse).ApiKeys {
+		keys = append(keys, k.ApiKey)
+	}
+	if len(keys) != 2 || keys[0] != 0 || keys[1] != 18 {
+		t.Fatalf("keys offered %v, want [0 18]", keys)
 	}
 }

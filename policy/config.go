@@ -41,8 +41,9 @@ type Selector struct {
 	// tracer).
 	Topics []string `yaml:"topics"`
 	// ExceptAPIs and ExceptTopics turn the lists around, for allow-lists:
-	// a rule with except_apis matches every API not listed; with
-	// except_topics, a request naming a topic that no glob there matches.
+	// a rule with except_apis matches every API not listed (APIs kproxy
+	// does not know included); with except_topics, a request naming a
+	// topic that no glob there matches.
 	ExceptAPIs   []string `yaml:"except_apis"`
 	ExceptTopics []string `yaml:"except_topics"`
 	// Listener is the proxy.listen address the request arrived on.

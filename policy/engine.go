@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"strconv"
 	"sync"
 	"time"
 
@@ -78,17 +79,33 @@ type Engine struct {
 	minFrame int
 	// throttles is set when some rule can give a Throttle verdict.
 	throttles bool
+	// refusesUnknownAPIs is set when a reject rule can select an API
+	// kproxy does not know (see HidesUnknownAPIs).
+	refusesUnknownAPIs bool
 }
+
+// HidesUnknownAPIs reports whether the ApiVersions answers relayed under
+// this rule set must drop the APIs kproxy does not know. A reject rule
+// that selects every API, or every API but some, selects those too (under
+// a topic rule they may name any topic), and kproxy, which cannot write
+// an answer in a layout it does not know, could only refuse one by
+// closing the connection; a client told the broker lacks the API never
+// sends it. Without such a rule they stay on offer and are relayed
+// untouched.
+func (e *Engine) HidesUnknownAPIs() bool { return e != nil && e.refusesUnknownAPIs }
 
 type rule struct {
 	Rule
-	engine   *Engine
-	apis     [framing.MaxKey + 1]bool
-	anyAPI   bool
-	clientID glob
-	topics   []glob
-	except   []glob
-	m        ruleMetrics
+	engine *Engine
+	apis   [framing.MaxKey + 1]bool
+	anyAPI bool
+	// exceptAPIs: the rule lists the APIs it does not select, so it
+	// selects those kproxy does not know too.
+	exceptAPIs bool
+	clientID   glob
+	topics     []glob
+	except     []glob
+	m          ruleMetrics
 
 	mu     sync.Mutex
 	shared *meter       // key: rule
@@ -141,7 +158,7 @@ func New(c Config, m *Metrics) *Engine {
 			cr.except = append(cr.except, compileGlob(t))
 		}
 		if len(r.Match.ExceptAPIs) > 0 {
-			cr.anyAPI = false
+			cr.anyAPI, cr.exceptAPIs = false, true
 			for k := range cr.apis {
 				cr.apis[k] = true
 			}
@@ -159,6 +176,9 @@ func New(c Config, m *Metrics) *Engine {
 		}
 		if l := r.Limits.MaxRequestBytes; l > 0 && !cr.byTopic() && (e.minFrame == 0 || l < e.minFrame) {
 			e.minFrame = l
+		}
+		if r.Action == ActionReject && (cr.anyAPI || cr.exceptAPIs) {
+			e.refusesUnknownAPIs = true
 		}
 	}
 	return e
@@ -253,8 +273,14 @@ func (e *Engine) Check(r *Request, body *framing.Body, now time.Time) Verdict {
 		case ru.Action == ActionReject && !(ru.Limits.rates() && Exempt(r.Key)):
 			ru.m.rejected.Inc()
 			code := refusalCode(ru, r, body)
-			if code == codeUnknownTopicID {
+			switch {
+			case !framing.Known(r.Key, r.Version):
+				reason = "an API version kproxy cannot read (" + framing.Name(r.Key) + " key " +
+					strconv.Itoa(int(r.Key)) + " v" + strconv.Itoa(int(r.Version)) + "), under rule " + ru.Name
+			case code == codeUnknownTopicID:
 				reason = "a topic kproxy cannot name (an id it has not learnt), under rule " + ru.Name
+			case code == codeClusterAuthorization && ru.byTopic():
+				reason = "a request that may cover any topic (an ACL on \"*\", a prefix or a filter, every partition, an API only brokers send), under rule " + ru.Name
 			}
 			return Verdict{Outcome: Reject, Code: code, Rule: ru.Name, Reason: reason, Partitions: parts}
 		case ru.Action == ActionThrottle && delay > v.Delay && !Exempt(r.Key):
@@ -292,7 +318,13 @@ func Exempt(key int16) bool { return key == 12 || key == 68 } // Heartbeat, Cons
 
 // selects reports whether a rule's selector matches the request.
 func (ru *rule) selects(r *Request, body *framing.Body) bool {
-	if !ru.anyAPI && (r.Key < 0 || int(r.Key) >= len(ru.apis) || !ru.apis[r.Key]) {
+	switch {
+	case ru.anyAPI:
+	case r.Key < 0 || int(r.Key) >= len(ru.apis):
+		if !ru.exceptAPIs { // a key kproxy does not know is in no list
+			return false
+		}
+	case !ru.apis[r.Key]:
 		return false
 	}
 	if ru.Match.ClientID != "" && !ru.clientID.match(r.ClientID) {
@@ -344,7 +376,8 @@ const (
 
 // matchTopics reports whether the request names a topic the rule selects.
 // A body kproxy cannot read (a version kmsg does not know, or a malformed
-// one) of an API that can name topics counts as naming an unknown topic.
+// one) of an API that can name topics, or of an API kproxy does not know,
+// counts as naming an unknown topic.
 func (ru *rule) matchTopics(r *Request, body *framing.Body) topicMatch {
 	req, err := body.Request()
 	if err != nil || req == nil {
@@ -556,10 +589,13 @@ func (ru *rule) meter(r *Request, now time.Time) *meter {
 // rule is about topics (UNKNOWN_TOPIC_ID when only topics named by ids
 // kproxy has not learnt made it match: the client then refreshes its
 // metadata through kproxy, which learns the ids, and retries under the
-// rule), GROUP_AUTHORIZATION_FAILED for group APIs,
+// rule; CLUSTER_AUTHORIZATION_FAILED when only an ACL filter or pattern, a
+// null ElectLeaders list or a broker-only API did, as no id learnt would
+// name them), GROUP_AUTHORIZATION_FAILED for group APIs,
 // TOPIC_AUTHORIZATION_FAILED for other requests naming topics, and
-// CLUSTER_AUTHORIZATION_FAILED otherwise (ACL and broker-only APIs too,
-// which a broker authorizes against the cluster); over a rate, the quota
+// CLUSTER_AUTHORIZATION_FAILED otherwise (ACL, ElectLeaders and
+// broker-only APIs too, which a broker authorizes against the cluster);
+// over a rate, the quota
 // error for the topic-creation APIs in the versions that know it
 // (KIP-599), else POLICY_VIOLATION; over a size, MESSAGE_TOO_LARGE for
 // Produce.
@@ -573,19 +609,29 @@ func refusalCode(ru *rule, r *Request, body *framing.Body) int16 {
 		}
 		return codePolicyViolation
 	case ru.byTopic():
-		if ru.matchTopics(r, body) == unknownTopic {
-			return codeUnknownTopicID
+		switch {
+		case ru.matchTopics(r, body) != unknownTopic:
+			return codeTopicAuthorization
+		case clusterAPI(r.Key):
+			return codeClusterAuthorization // no id learnt would name it
 		}
-		return codeTopicAuthorization
+		return codeUnknownTopicID
 	case framing.GroupAPI(r.Key):
 		return codeGroupAuthorization
-	case framing.BrokerOnly(r.Key) || r.Key >= 29 && r.Key <= 31: // Describe/Create/DeleteAcls
+	case clusterAPI(r.Key):
 		return codeClusterAuthorization
 	}
 	if req, _ := body.Request(); req != nil && hasTopics(req, r.Topics) {
 		return codeTopicAuthorization
 	}
 	return codeClusterAuthorization
+}
+
+// clusterAPI reports the APIs a broker authorizes against the cluster
+// although they can be about topics: the ACL APIs, ElectLeaders and those
+// only brokers send each other.
+func clusterAPI(key int16) bool {
+	return framing.BrokerOnly(key) || key >= 29 && key <= 31 || key == 43 // Describe/Create/DeleteAcls, ElectLeaders
 }
 
 func hasTopics(req kmsg.Request, ids *framing.TopicIDs) bool {

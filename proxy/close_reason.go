@@ -23,6 +23,7 @@ func (p *pair) closeOnError(side string, err error) {
 	var cw errClientWrite
 	var uw errUpstreamWrite
 	var pc errPolicyClose
+	var unreadable errSaslUnreadable
 	m := p.s.m
 	var count prometheus.Counter // counted once the pair is closed by this call
 	reason := side + " error"
@@ -35,6 +36,8 @@ func (p *pair) closeOnError(side string, err error) {
 			Int32("client_id", mismatch.ClientID).Msg("response does not match the oldest request in flight")
 	case errors.Is(err, correlate.ErrUnexpectedResponse):
 		count, reason = m.protocolErrs.WithLabelValues("unexpected_response"), "upstream sent a response with nothing in flight"
+	case errors.As(err, &unreadable):
+		count, reason = m.protocolErrs.WithLabelValues("sasl_unreadable_request"), unreadable.Error()
 	case errors.Is(err, framing.ErrMalformed):
 		count, reason = m.protocolErrs.WithLabelValues("malformed_"+side), side+" sent a malformed frame"
 	case errors.As(err, &pc):

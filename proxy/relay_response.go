@@ -156,7 +156,7 @@ func (p *pair) deliver(frame []byte, w netpoll.Writer) error {
 			frame = e.Amend(frame)
 		}
 		if e.APIKey == framing.KeyApiVersions {
-			frame = policy.ClampVersions(frame, e.APIVersion)
+			frame = policy.ClampVersions(frame, e.APIVersion, p.s.policies.Load().HidesUnknownAPIs())
 		}
 		a := p.s.m.api(e.APIKey)
 		p.out.count(a)

@@ -1,7 +1,9 @@
 package proxy
 
 import (
+	"encoding/binary"
 	"errors"
+	"strconv"
 
 	"github.com/cloudwego/netpoll"
 
@@ -24,6 +26,8 @@ func (p *pair) saslToken(frame []byte, r netpoll.Reader, w netpoll.Writer) (bool
 			return false, nil
 		case correlate.FrameToken:
 			return true, nil
+		case correlate.FrameUnreadable:
+			return false, errSaslUnreadable{binary.BigEndian.Uint16(frame[4:]), binary.BigEndian.Uint16(frame[6:])}
 		}
 		if p.inClient { // clientInline keeps the SASL phase off the poller
 			return false, errInlineSasl
@@ -59,3 +63,14 @@ func (p *pair) awaitAnswer(r netpoll.Reader, w netpoll.Writer) error {
 }
 
 var errInlineSasl = errors.New("SASL frame reached a batch relayed on the poller")
+
+// errSaslUnreadable is a frame that reads as a request kproxy cannot parse
+// (an API key or version its kmsg does not know), sent while the tokens of
+// a mechanism with unknown rounds (GSSAPI) are relayed raw. The broker may
+// run it as a request, kproxy cannot judge it: the connection is closed.
+type errSaslUnreadable struct{ key, version uint16 }
+
+func (e errSaslUnreadable) Error() string {
+	return "client sent a request kproxy cannot read (API key " + strconv.Itoa(int(e.key)) + " v" +
+		strconv.Itoa(int(e.version)) + ") during SASL v0 raw tokens: kproxy cannot judge it, closed"
+}

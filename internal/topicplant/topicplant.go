@@ -17,6 +17,10 @@ import (
 // topicResource is TOPIC in both ConfigResourceType and ACLResourceType.
 const topicResource = 2
 
+// literalPattern is the ACL pattern type LITERAL: an ACL resource planted
+// names that one topic (any other pattern may cover any topic).
+const literalPattern = 3
+
 // Planted is what Plant put in a request.
 type Planted struct {
 	// Names are the topic names, written as names or as the names of IDs.
@@ -93,8 +97,11 @@ func (p *planter) either(s reflect.Value) bool {
 func (p *planter) fill(s reflect.Value) {
 	t := s.Type()
 	for i := 0; i < t.NumField(); i++ {
-		if f := t.Field(i); f.Name == "ResourceType" && f.Type.Kind() == reflect.Int8 {
+		switch f := t.Field(i); {
+		case f.Name == "ResourceType" && f.Type.Kind() == reflect.Int8:
 			s.Field(i).SetInt(topicResource)
+		case f.Name == "ResourcePatternType" && f.Type.Kind() == reflect.Int8:
+			s.Field(i).SetInt(literalPattern)
 		}
 	}
 	for i := 0; i < t.NumField(); i++ {
