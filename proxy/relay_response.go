@@ -64,6 +64,7 @@ func (p *pair) relayResponses(r netpoll.Reader) error {
 	if err != nil {
 		return err
 	}
+	p.pin(fromUpstream, len(frame)) // also while it waits for the writer
 	p.wmu.Lock()
 	defer p.wmu.Unlock()
 	w := p.client.Writer()
