@@ -52,6 +52,8 @@ func (p *pair) closeOnError(side string, err error) {
 		count, reason = m.overflow.WithLabelValues(side), side+" sent more than max_unread_bytes ahead"
 	case errors.Is(err, errOverBudget):
 		count, reason = m.overBudget.WithLabelValues(side), side+" input over max_buffered_bytes"
+	case errors.Is(err, errSlowOverBudget):
+		count, reason = m.overBudget.WithLabelValues(side), side+" reads too slowly: the batch kept for it is the largest over max_buffered_bytes"
 	case errors.Is(err, errWriteStalled):
 		count, reason = m.writeStalls.WithLabelValues(side), side+" write stalled"
 	case errors.Is(err, netpoll.ErrReadTimeout):

@@ -27,13 +27,16 @@ type Config struct {
 	// memory without limit. It must hold at least one maximum-size frame.
 	MaxUnreadBytes int `yaml:"max_unread_bytes"`
 	// MaxBufferedBytes caps the bytes all connections together hold in
-	// partial frames and unread input; a connection that would take the
-	// total past it is closed, and the others keep what they hold. 0 (the
-	// default) derives it at start: half the container's memory limit
-	// (cgroup v2 memory.max) where there is one, else 1 GiB, and never
-	// less than one maximum-size frame. A value set must hold one
+	// partial frames, unread input and batches waiting for a slow peer;
+	// when a connection would take the total past it, the connection
+	// holding the most is closed, and the others keep what they hold. 0
+	// (the default) derives it at start: half the container's memory
+	// limit (cgroup v2 memory.max) where there is one, else 1 GiB, and
+	// never less than one maximum-size frame. A value set must hold one
 	// maximum-size frame; below max_unread_bytes it closes a single
-	// connection earlier than max_unread_bytes would.
+	// connection earlier than max_unread_bytes would. kproxy also sets
+	// Go's soft memory limit from it (LimitMemory) unless GOMEMLIMIT is
+	// set.
 	MaxBufferedBytes int `yaml:"max_buffered_bytes"`
 	// DrainTimeout is how long a shutdown waits for in-flight requests.
 	DrainTimeout time.Duration `yaml:"drain_timeout"`

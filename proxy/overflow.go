@@ -117,13 +117,15 @@ func (s *Server) sweepWaiting(over []overflowing) ([]overflowing, bool) {
 		// Every listed pair's input is charged: a pair not waiting now
 		// may have been charged while it waited.
 		if !p.closed.Load() {
-			if side := p.holdInput(); side != "" {
-				over = append(over, overflowing{p, side, errOverBudget})
-			}
+			over = p.holdInput(over)
 		}
 		if p.blocked.Load() == 0 {
-			if p.idleSweeps++; p.idleSweeps < keepIdleSweeps {
-				kept = append(kept, p) // not waiting: its relay checks for itself
+			// Not waiting: its relay checks for itself. A pair that still
+			// holds a charge stays until a sweep finds it holds nothing:
+			// what is left may be relayed on the poller, which charges
+			// nothing, and the charge would stick to an idle pair.
+			if p.idleSweeps++; p.idleSweeps < keepIdleSweeps || p.holds() && !p.closed.Load() {
+				kept = append(kept, p)
 				continue
 			}
 			p.swept.Store(false)

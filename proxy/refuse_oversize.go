@@ -90,6 +90,7 @@ func (p *pair) refuseOversize(r netpoll.Reader, w netpoll.Writer, limit int) (bo
 		return false, err
 	}
 	r.Release()
+	p.unpin(fromClient)
 	p.in.count(p.s.m.api(h.APIKey))
 	p.in.bytes += int64(e.ReqBytes)
 	p.s.m.oversizeAnswered.Inc()

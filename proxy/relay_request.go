@@ -54,7 +54,7 @@ func (p *pair) onClient(_ context.Context, c netpoll.Connection) error {
 			p.closeOnError("client", errOverflow)
 			return nil
 		}
-		if !p.hold(fromClient, r.Len()) {
+		if !p.hold(fromClient, r) {
 			p.closeOnError("client", errOverBudget)
 			return nil
 		}
@@ -82,8 +82,9 @@ func (p *pair) onClient(_ context.Context, c netpoll.Connection) error {
 			return nil
 		}
 		r.Release()
+		p.unpin(fromClient)
 		if !p.linger(c) {
-			p.holdLeft(fromClient, "client", r)
+			p.holdLeft(fromClient, r)
 			return nil
 		}
 	}
@@ -128,6 +129,7 @@ func (p *pair) relayRequests(r netpoll.Reader) error {
 			return err
 		}
 		batched += len(frame)
+		p.pin(fromClient, batched) // held until the flush is done
 		if err := p.forward(frame, r, w); errors.Is(err, correlate.ErrDraining) {
 			break // as above
 		} else if err != nil {

@@ -30,7 +30,7 @@ func (p *pair) onUpstream(_ context.Context, c netpoll.Connection) error {
 			p.closeOnError("upstream", errOverflow)
 			return nil
 		}
-		if !p.hold(fromUpstream, r.Len()) {
+		if !p.hold(fromUpstream, r) {
 			p.closeOnError("upstream", errOverBudget)
 			return nil
 		}
@@ -39,6 +39,7 @@ func (p *pair) onUpstream(_ context.Context, c netpoll.Connection) error {
 			return nil
 		}
 		r.Release()
+		p.unpin(fromUpstream)
 		if p.draining.Load() {
 			p.closeIfDrained()
 			if p.closed.Load() {
@@ -46,7 +47,7 @@ func (p *pair) onUpstream(_ context.Context, c netpoll.Connection) error {
 			}
 		}
 		if !p.linger(c) {
-			p.holdLeft(fromUpstream, "upstream", r)
+			p.holdLeft(fromUpstream, r)
 			return nil
 		}
 	}
@@ -63,11 +64,13 @@ func (p *pair) relayResponses(r netpoll.Reader) error {
 	if err != nil {
 		return err
 	}
+	p.pin(fromUpstream, len(frame)) // also while it waits for the writer
 	p.wmu.Lock()
 	defer p.wmu.Unlock()
 	w := p.client.Writer()
 	for batched := 0; ; {
 		batched += len(frame)
+		p.pin(fromUpstream, batched) // held until the flush is done
 		if err = p.deliver(frame, w); err != nil {
 			break
 		}

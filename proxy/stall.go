@@ -28,7 +28,11 @@ type stallWatch struct {
 // they cannot be read, the flush's whole time counts, as netpoll's own
 // write timeout did. A consumer reading a large response slowly but
 // steadily is never cut off; one that stops reading is, write_timeout
-// after its buffers filled. Called by the sweep under waitMu.
+// after its buffers filled. One that takes a segment every write_timeout
+// keeps its batch (up to a maximum-size frame) that long, but the batch is
+// charged to max_buffered_bytes meanwhile (holding.pinned), so together
+// such readers hold no more than the budget, and the largest is closed
+// first. Called by the sweep under waitMu.
 func (p *pair) stalled(to int, now time.Time) bool {
 	seq := p.flushes[to].Load()
 	w := &p.stalls[to]

@@ -58,6 +58,7 @@ func start(cfg config.File, spans sdktrace.SpanExporter) (*service, error) {
 	if err := srv.Listen(); err != nil {
 		return nil, err
 	}
+	srv.LimitMemory()
 	pm := policy.NewMetrics(reg)
 	srv.SetPolicies(policy.New(cfg.Policies, pm))
 	s := &service{cfg: cfg, log: log, proxy: srv, tracer: tracer, pm: pm, reg: reg}

@@ -1,0 +1,217 @@
+package proxy
+
+import (
+	"encoding/binary"
+	"net"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cloudwego/netpoll"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/kproxy/kproxy/correlate"
+	"github.com/kproxy/kproxy/framing"
+)
+
+// peakCharged samples what is charged to the budget until the test ends,
+// and returns the most seen so far.
+func peakCharged(t *testing.T, env *testEnv) func() float64 {
+	var peak atomic.Int64
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			if v := int64(testutil.ToFloat64(env.m.buffered)); v > peak.Load() {
+				peak.Store(v)
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
+	}()
+	t.Cleanup(func() { close(stop); <-done })
+	return func() float64 { return float64(peak.Load()) }
+}
+
+// Responses waiting for clients that do not read are charged to the
+// budget while kproxy flushes them (they stay in netpoll's input buffers
+// until then), so many slow readers cannot each pin a maximum-size frame
+// outside max_buffered_bytes: the one holding most is closed, blamed on
+// the client (issue 14, item 5).
+func TestBufferBudgetChargesBatchesWaitingForASlowReader(t *testing.T) {
+	const budget = 20 << 20 // room for two bigResponse batches, not three
+	body := make([]byte, bigResponse)
+	up := startFakeUpstream(t, func(c net.Conn, f []byte) { echoResponse(c, f, body) })
+	env := startProxy(t, up.addr(), func(cfg *Config, fc *framing.Config, _ *correlate.Config) {
+		fc.MaxRequestBytes, fc.MaxResponseBytes = 9<<20, 9<<20
+		cfg.MaxBufferedBytes = budget
+		cfg.WriteTimeout = time.Minute // the readers are never closed as stalled here
+	})
+	peak := peakCharged(t, env)
+	// A slow reader's batch is blamed on the client; a response that
+	// arrives whole while the budget is full, as large as the batches
+	// waiting, on the upstream whose input it is.
+	closes := func() int {
+		return int(testutil.ToFloat64(env.m.overBudget.WithLabelValues("client")) +
+			testutil.ToFloat64(env.m.overBudget.WithLabelValues("upstream")))
+	}
+	// flushing counts the pairs whose whole response is being flushed to
+	// a client that does not read it.
+	flushing := func() int {
+		env.srv.mu.Lock()
+		defer env.srv.mu.Unlock()
+		n := 0
+		for p := range env.srv.pairs {
+			if p.flushes[toClient].Load()&1 == 1 && p.upstream.Reader().Len() == 0 {
+				n++
+			}
+		}
+		return n
+	}
+	// One at a time, so no two responses are ever partial at once: only
+	// what waits in a flush can take the budget past its bound.
+	for i := range 3 {
+		c := dialSmallWindow(t, env.addr)
+		if _, err := c.Write(apiVersionsV0(int32(i))); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, 10*time.Second, "the response flushing", func() bool { return flushing()+closes() >= i+1 })
+	}
+	waitFor(t, 10*time.Second, "a slow reader closed for the budget", func() bool { return closes() >= 1 })
+	if !env.logs.contains(`"reason":"client reads too slowly`) && !env.logs.contains(`"reason":"upstream input over max_buffered_bytes"`) {
+		t.Fatalf("no close logged for the budget: %s", env.logs)
+	}
+	if p := peak(); p > budget {
+		t.Fatalf("charged %v bytes at the peak, over max_buffered_bytes %d", p, budget)
+	}
+	// The two readers left are charged what waits for them.
+	waitFor(t, 10*time.Second, "the responses waiting charged", func() bool {
+		return env.srv.budget.used.Load() >= 2*bigResponse
+	})
+	if used := env.srv.budget.used.Load(); used > budget {
+		t.Fatalf("charged %d bytes, over max_buffered_bytes %d", used, budget)
+	}
+}
+
+// When the budget is full, the connection holding the most is closed, not
+// the one that grows last: hogs that each sent part of a large frame and
+// stopped do not get an honest client's larger request refused (issue 14,
+// item 5: "others are unharmed").
+func TestBufferBudgetClosesTheLargestHolder(t *testing.T) {
+	const (
+		budget = 4 << 20
+		frame  = 2 << 20    // each hog announces this much
+		sent   = 1300 << 10 // and sends this much of it, then waits
+		hogs   = 3          // 3,900 KiB: the budget is all but full
+		honest = 400 << 10  // then this request needs 200 KiB more than is left
+	)
+	up := startFakeUpstream(t, func(c net.Conn, f []byte) { echoResponse(c, f, []byte{0, 0}) })
+	env := startProxy(t, up.addr(), func(cfg *Config, fc *framing.Config, _ *correlate.Config) {
+		fc.MaxRequestBytes, fc.MaxResponseBytes = frame, frame
+		fc.ReadTimeout = 30 * time.Second
+		cfg.MaxBufferedBytes = budget
+	})
+	peak := peakCharged(t, env)
+	conns := make([]net.Conn, hogs)
+	for i := range conns {
+		conns[i] = dialRaw(t, env.addr)
+		part := make([]byte, sent)
+		binary.BigEndian.PutUint32(part, frame-framing.SizeLen)
+		if _, err := conns[i].Write(part); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, 10*time.Second, "the hogs charged", func() bool { return env.srv.budget.used.Load() == hogs*sent })
+
+	// The honest request, sent in pieces so that it is charged while it
+	// is partial.
+	req := apiVersionsV0(7)
+	req = append(req, make([]byte, honest-len(req))...)
+	binary.BigEndian.PutUint32(req, uint32(len(req)-framing.SizeLen))
+	c := dialRaw(t, env.addr)
+	for off := 0; off < len(req); off += 100 << 10 {
+		if _, err := c.Write(req[off:min(off+100<<10, len(req))]); err != nil {
+			t.Fatalf("honest client: %v (kproxy: %s)", err, env.logs)
+		}
+		time.Sleep(30 * time.Millisecond) // a few sweeps see it partial
+	}
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if f, err := readFrame(c); err != nil || corrOf(f) != 7 {
+		t.Fatalf("honest client not served: %v (kproxy: %s)", err, env.logs)
+	}
+	if n := testutil.ToFloat64(env.m.overBudget.WithLabelValues("client")); n < 1 {
+		t.Fatalf("budget closes = %v, want a hog closed", n)
+	}
+	hogClosed := false
+	for _, h := range conns {
+		h.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+		if _, err := h.Read(make([]byte, 1)); err != nil && !isTimeout(err) {
+			hogClosed = true
+		}
+	}
+	if !hogClosed {
+		t.Fatalf("no hog closed (kproxy: %s)", env.logs)
+	}
+	if p := peak(); p > budget {
+		t.Fatalf("charged %v bytes at the peak, over max_buffered_bytes %d", p, budget)
+	}
+}
+
+func isTimeout(err error) bool {
+	ne, ok := err.(net.Error)
+	return ok && ne.Timeout()
+}
+
+// lenConn is a connection whose reader holds as many bytes as told; all
+// the sweep asks of it.
+type lenConn struct {
+	netpoll.Connection
+	r lenReader
+}
+
+func (c *lenConn) Reader() netpoll.Reader { return &c.r }
+
+type lenReader struct {
+	netpoll.Reader
+	n atomic.Int64
+}
+
+func (r *lenReader) Len() int { return int(r.n.Load()) }
+
+// A charge the sweep made while a pair waited does not stay on the budget
+// once the pair's input is consumed by a relay that charges nothing (one
+// on the poller) and the pair stops waiting: the pair stays on the
+// sweep's list until a sweep finds it holds nothing (issue 14, item 5).
+func TestBufferBudgetChargeLeavesAnIdlePair(t *testing.T) {
+	s := &Server{cfg: Defaults(), m: NewMetrics(prometheus.NewRegistry()), pairs: map[*pair]struct{}{},
+		waitKick: make(chan struct{}, 1)}
+	s.budget.max = 1 << 30
+	client, upstream := &lenConn{}, &lenConn{}
+	p := &pair{s: s, client: client, upstream: upstream}
+	s.pairs[p] = struct{}{}
+	p.waitStart()
+	p.waitEnd() // it waited once, and no longer
+
+	client.r.n.Store(1 << 20) // a burst arrives as a sweep runs
+	for range keepIdleSweeps {
+		s.sweepWaiting(nil)
+	}
+	if used := s.budget.used.Load(); used != 1<<20 {
+		t.Fatalf("charged %d, want %d", used, 1<<20)
+	}
+	client.r.n.Store(0) // relayed on the poller: nothing is charged there
+	for range keepIdleSweeps + 1 {
+		s.sweepWaiting(nil)
+	}
+	if used := s.budget.used.Load(); used != 0 {
+		t.Fatalf("a charge of %d bytes stuck to a pair that holds nothing", used)
+	}
+	if _, empty := s.sweepWaiting(nil); !empty {
+		t.Fatal("the idle pair, holding nothing, is still on the sweep's list")
+	}
+}
