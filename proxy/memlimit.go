@@ -9,8 +9,10 @@ import (
 // memoryHeadroom is what the soft memory limit allows above
 // max_buffered_bytes for what the budget does not count and every kproxy
 // has: the Go runtime, metrics, the tracer's export queue, rule and
-// topic-id state.
-const memoryHeadroom = 64 << 20
+// topic-id state. It is 48 MiB so that resident memory stays under the
+// budget + 64 MiB: the limit does not count the binary's own code and data
+// (about 12 MiB resident), nor inflation's at most 9 MiB per slot.
+const memoryHeadroom = 48 << 20
 
 // connMemory is what the limit adds per open connection: the input below
 // budgetFloor each side may hold uncharged, which is more than an idle
@@ -42,7 +44,7 @@ func (s *Server) LimitMemory() {
 	limit := s.memoryLimit(s.slots.Load())
 	debug.SetMemoryLimit(limit)
 	s.log.Info().Int64("memory_limit", limit).Int("max_buffered_bytes", s.cfg.MaxBufferedBytes).
-		Msg("soft memory limit: max_buffered_bytes + 64 MiB + 32 KiB per connection (GOMEMLIMIT overrides)")
+		Msg("soft memory limit: max_buffered_bytes + 48 MiB + 32 KiB per connection (GOMEMLIMIT overrides)")
 	go s.followMemoryLimit(limit)
 }
 

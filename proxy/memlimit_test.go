@@ -29,7 +29,7 @@ func TestLimitMemoryFromTheBudget(t *testing.T) {
 		cfg.MaxBufferedBytes = budget
 	})
 	env.srv.LimitMemory()
-	if got, want := debug.SetMemoryLimit(-1), int64(budget+64<<20); got != want {
+	if got, want := debug.SetMemoryLimit(-1), int64(budget+memoryHeadroom); got != want {
 		t.Fatalf("memory limit %d, want %d", got, want)
 	}
 	if !env.logs.contains(`"memory_limit":`) {
@@ -38,7 +38,7 @@ func TestLimitMemoryFromTheBudget(t *testing.T) {
 	dialRaw(t, env.addr)
 	waitFor(t, 10*time.Second, "the pair opened", func() bool { return testutil.ToFloat64(env.m.open) == 1 })
 	waitFor(t, 10*time.Second, "the limit to follow the connection", func() bool {
-		return debug.SetMemoryLimit(-1) == budget+64<<20+32<<10
+		return debug.SetMemoryLimit(-1) == budget+memoryHeadroom+32<<10
 	})
 }
 

@@ -56,6 +56,15 @@ type LinksConfig struct {
 	// decoder set-up even when it inflates to nothing; past it the links
 	// are marked as above. Default 64.
 	MaxDecompressedBatches int `yaml:"max_decompressed_batches"`
+	// MaxDecompressedBytesPerSecond bounds what the whole process
+	// inflates for links each second (a bucket of one second's worth);
+	// 0 removes the bound. The per-request budget bounds one bomb, this
+	// a stream of them: each is a few hundred bytes on the wire, and
+	// without it one client sending them back to back keeps a CPU
+	// inflating. Past it, batches are not opened and the links are
+	// marked as above. Default 64 MiB/s, about a tenth of one core's
+	// zstd speed: far more than links need at any sensible sample ratio.
+	MaxDecompressedBytesPerSecond int `yaml:"max_decompressed_bytes_per_second"`
 	// ChildOfSingleRecord makes the span of a produce that carries exactly
 	// one traced record a child of that record's context instead of
 	// linking to it.
@@ -64,7 +73,7 @@ type LinksConfig struct {
 
 // Defaults returns the section as used when kproxy.yaml leaves it out.
 func Defaults() Config {
-	return Config{Protocol: "grpc", ServiceName: "kproxy", MaxQueueSize: 8192, Links: LinksConfig{Max: 16, MaxDecompressedBytes: 1 << 20, MaxDecompressedBatches: 64}}
+	return Config{Protocol: "grpc", ServiceName: "kproxy", MaxQueueSize: 8192, Links: LinksConfig{Max: 16, MaxDecompressedBytes: 1 << 20, MaxDecompressedBatches: 64, MaxDecompressedBytesPerSecond: 64 << 20}}
 }
 
 // Validate reports the first invalid field.
@@ -82,6 +91,8 @@ func (c Config) Validate() error {
 		return fielderr.New("links.max_decompressed_bytes", "must be between 1 and 1073741824 (1 GiB)")
 	case c.Links.MaxDecompressedBatches < 1:
 		return fielderr.New("links.max_decompressed_batches", "must be at least 1")
+	case c.Links.MaxDecompressedBytesPerSecond < 0:
+		return fielderr.New("links.max_decompressed_bytes_per_second", "must not be negative (0: no bound)")
 	case c.ServiceName == "":
 		return fielderr.New("service_name", "must not be empty")
 	}

@@ -37,6 +37,7 @@ func TestConfigValidate(t *testing.T) {
 		{"links.max_decompressed_bytes", func(c *Config) { c.Links.MaxDecompressedBytes = 0 }},
 		{"links.max_decompressed_bytes", func(c *Config) { c.Links.MaxDecompressedBytes = 1<<30 + 1 }},
 		{"links.max_decompressed_batches", func(c *Config) { c.Links.MaxDecompressedBatches = -1 }},
+		{"links.max_decompressed_bytes_per_second", func(c *Config) { c.Links.MaxDecompressedBytesPerSecond = -1 }},
 		{"service_name", func(c *Config) { c.ServiceName = "" }},
 	} {
 		c := Defaults()

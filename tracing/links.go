@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"time"
 
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
@@ -14,8 +15,9 @@ import (
 // max_decompressed_batches. A hostile produce of small batches that each
 // inflate to megabytes then costs a bounded amount, whatever it holds.
 type inflateBudget struct {
-	bytes   int // inflated bytes left
-	batches int // compressed batches left to open
+	bytes   int          // inflated bytes left
+	batches int          // compressed batches left to open
+	rate    *inflateRate // the process's bytes per second; nil: unbounded
 
 	inflated int      // bytes the decoders gave
 	cut      cutCause // why reading stopped short, if a limit stopped it
@@ -29,6 +31,7 @@ const (
 	cutBytes   cutCause = "max_decompressed_bytes"
 	cutBatches cutCause = "max_decompressed_batches"
 	cutBusy    cutCause = "decoders_busy" // every inflation slot was taken
+	cutRate    cutCause = "max_decompressed_bytes_per_second"
 )
 
 // recordContexts returns up to max distinct span contexts found in the
@@ -97,13 +100,26 @@ func (b *inflateBudget) inflate(dst []byte, codec int, data []byte) ([]byte, err
 		return dst, errNotRead
 	}
 	defer giveSlot()
+	grant := b.bytes
+	if b.rate != nil {
+		if grant = b.rate.take(b.bytes, time.Now()); grant == 0 {
+			b.cut = cutRate
+			return dst, errNotRead
+		}
+	}
 	b.batches--
-	out, err := inflate(dst, codec, data, b.bytes)
+	out, err := inflate(dst, codec, data, grant)
 	n := len(out) - len(dst)
 	b.inflated += n
 	b.bytes -= n
+	if b.rate != nil {
+		b.rate.giveBack(grant - n)
+	}
 	if err == errOverBudget {
 		b.cut = cutBytes
+		if grant < b.bytes+n {
+			b.cut = cutRate // the rate granted less than the request had left
+		}
 	}
 	return out, err
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/attribute"
@@ -60,7 +61,11 @@ func newTracer(s settings, version string, exp sdktrace.SpanExporter, reg promet
 		sdktrace.WithSampler(sdktrace.AlwaysSample()),
 		sdktrace.WithSpanProcessor(boundedProcessor{bsp, q, m}),
 	)
-	return &Tracer{on: true, s: s, tp: tp, tr: tp.Tracer("github.com/kproxy/kproxy/tracing"), m: m, queue: q}, nil
+	t := &Tracer{on: true, s: s, tp: tp, tr: tp.Tracer("github.com/kproxy/kproxy/tracing"), m: m, queue: q}
+	if n := s.Links.MaxDecompressedBytesPerSecond; n > 0 {
+		t.inflateRate = newInflateRate(n, time.Now())
+	}
+	return t, nil
 }
 
 func newExporter(ctx context.Context, s settings) (sdktrace.SpanExporter, error) {

@@ -25,6 +25,9 @@ type Tracer struct {
 	tr    trace.Tracer
 	m     *metrics
 	queue *exportQueue // spans waiting for export
+	// inflateRate bounds the bytes inflated for links per second, process
+	// wide (nil: unbounded).
+	inflateRate *inflateRate
 }
 
 // On reports whether tracing is enabled at all.
@@ -152,7 +155,7 @@ func (t *Tracer) Start(p *Peer, body *framing.Body, upstreamID int32, reqBytes i
 	if len(f.batches) > 0 && t.s.Links.Max > 0 {
 		var b *inflateBudget
 		if t.s.Links.Decompress {
-			b = &inflateBudget{bytes: t.s.Links.MaxDecompressedBytes, batches: t.s.Links.MaxDecompressedBatches}
+			b = &inflateBudget{bytes: t.s.Links.MaxDecompressedBytes, batches: t.s.Links.MaxDecompressedBatches, rate: t.inflateRate}
 		}
 		found, complete := recordContexts(f.batches, t.s.Links.Max, b)
 		incomplete = !complete

@@ -20,6 +20,7 @@ type hostileConfig struct {
 
 	BombConns, BombBatches, BombInflate int
 	OversizeConns, OversizeParts        int
+	OversizeRate                        float64 // per connection per second; 0: unpaced
 	HogConns, HogSize, HogHold          int
 	HogPause                            time.Duration
 
@@ -47,8 +48,8 @@ type hostileAttack struct {
 
 func (cfg hostileConfig) attacks() []hostileAttack {
 	return []hostileAttack{
-		{"bomb", cfg.BombConns, repeatFrame(bombFrame(cfg.Victim.Topic, cfg.BombBatches, cfg.BombInflate))},
-		{"oversize", cfg.OversizeConns, repeatFrame(manyPartitionsFrame(cfg.Victim.Topic, cfg.OversizeParts))},
+		{"bomb", cfg.BombConns, repeatFrame(bombFrame(cfg.Victim.Topic, cfg.BombBatches, cfg.BombInflate), 0)},
+		{"oversize", cfg.OversizeConns, repeatFrame(manyPartitionsFrame(cfg.Victim.Topic, cfg.OversizeParts), perSecond(cfg.OversizeRate))},
 		{"hog", cfg.HogConns, hog(cfg.HogSize, cfg.HogHold, cfg.HogPause)},
 	}
 }
@@ -158,6 +159,14 @@ func printHostile(w io.Writer, cfg hostileConfig, phases []hostilePhase) {
 	}
 }
 
+// perSecond is the interval between events at rate per second (0: none).
+func perSecond(rate float64) time.Duration {
+	if rate <= 0 {
+		return 0
+	}
+	return time.Duration(float64(time.Second) / rate)
+}
+
 func judge(ok bool, what string) string {
 	if ok {
 		return what + " ok"
@@ -189,6 +198,7 @@ func hostileCmd(args []string) error {
 	fs.IntVar(&cfg.BombInflate, "bomb-inflate", 16<<20-64, "bytes each bomb batch inflates to (just under 16 MiB, a batch limit an older kproxy read whole)")
 	fs.IntVar(&cfg.OversizeConns, "oversize-conns", 2, "connections sending oversize Produce requests (for a max_request_bytes rule)")
 	fs.IntVar(&cfg.OversizeParts, "oversize-parts", 1_000_000, "partitions each oversize request names (6 bytes each)")
+	fs.Float64Var(&cfg.OversizeRate, "oversize-rate", 10, "oversize requests per second per connection (0: as fast as the proxy takes them, a bandwidth flood that shares the CPU with the victims)")
 	fs.IntVar(&cfg.HogConns, "hog-conns", 8, "connections each holding a partial frame")
 	fs.IntVar(&cfg.HogSize, "hog-size", 100_000_000, "frame size each hog claims")
 	fs.IntVar(&cfg.HogHold, "hog-hold", 96<<20, "bytes of its frame each hog sends before it stops")
@@ -202,9 +212,9 @@ func hostileCmd(args []string) error {
 		fmt.Fprintln(fs.Output(), err)
 		return usageError{err}
 	}
-	fmt.Printf("kbench hostile: %s, victims %d x %d x %d B for %v per phase; bomb %d x %d batches x %s; oversize %d x %d partitions; hog %d x %s of %s\n",
+	fmt.Printf("kbench hostile: %s, victims %d x %d x %d B for %v per phase; bomb %d x %d batches x %s; oversize %d x %d partitions at %g/s; hog %d x %s of %s\n",
 		cfg.Addr, cfg.Victim.Conns, cfg.Victim.Depth, cfg.Victim.Size, cfg.Duration,
-		cfg.BombConns, cfg.BombBatches, mib(int64(cfg.BombInflate)), cfg.OversizeConns, cfg.OversizeParts,
+		cfg.BombConns, cfg.BombBatches, mib(int64(cfg.BombInflate)), cfg.OversizeConns, cfg.OversizeParts, cfg.OversizeRate,
 		cfg.HogConns, mib(int64(cfg.HogHold)), mib(int64(cfg.HogSize)))
 	phases, err := runHostile(cfg)
 	printHostile(os.Stdout, cfg, phases)

@@ -20,10 +20,25 @@ type attackTally struct {
 type attacker func(addr string, stop <-chan struct{}, t *attackTally)
 
 // repeatFrame writes frame, reads its answer, and again, on one
-// connection at a time: the bomb and the oversize storm.
-func repeatFrame(frame []byte) attacker {
+// connection at a time, at most one frame per interval (0: as fast as
+// answers come): the bomb and the oversize storm. A closed connection is
+// replaced, within the same pace.
+func repeatFrame(frame []byte, interval time.Duration) attacker {
 	return func(addr string, stop <-chan struct{}, t *attackTally) {
 		var buf []byte
+		next := time.Now()
+		pace := func() bool { // false once stopped
+			if interval <= 0 {
+				return !stopped(stop)
+			}
+			next = next.Add(interval)
+			select {
+			case <-stop:
+				return false
+			case <-time.After(time.Until(next)):
+				return true
+			}
+		}
 		for !stopped(stop) {
 			c, err := net.DialTimeout("tcp", addr, 5*time.Second)
 			if err != nil {
@@ -41,11 +56,15 @@ func repeatFrame(frame []byte) attacker {
 					break
 				}
 				t.answered.Add(1)
-			}
-			if !stopped(stop) {
-				t.closed.Add(1)
+				if !pace() {
+					break
+				}
 			}
 			c.Close()
+			if !stopped(stop) {
+				t.closed.Add(1)
+				pace()
+			}
 		}
 	}
 }
