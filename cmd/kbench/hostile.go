@@ -19,6 +19,7 @@ type hostileConfig struct {
 	Victim   loadConfig
 
 	BombConns, BombBatches, BombInflate int
+	BombRate                            float64 // per connection per second; 0: unpaced
 	OversizeConns, OversizeParts        int
 	OversizeRate                        float64 // per connection per second; 0: unpaced
 	HogConns, HogSize, HogHold          int
@@ -48,7 +49,7 @@ type hostileAttack struct {
 
 func (cfg hostileConfig) attacks() []hostileAttack {
 	return []hostileAttack{
-		{"bomb", cfg.BombConns, repeatFrame(bombFrame(cfg.Victim.Topic, cfg.BombBatches, cfg.BombInflate), 0)},
+		{"bomb", cfg.BombConns, repeatFrame(bombFrame(cfg.Victim.Topic, cfg.BombBatches, cfg.BombInflate), perSecond(cfg.BombRate))},
 		{"oversize", cfg.OversizeConns, repeatFrame(manyPartitionsFrame(cfg.Victim.Topic, cfg.OversizeParts), perSecond(cfg.OversizeRate))},
 		{"hog", cfg.HogConns, hog(cfg.HogSize, cfg.HogHold, cfg.HogPause)},
 	}
@@ -195,6 +196,7 @@ func hostileCmd(args []string) error {
 	fs.StringVar(&cfg.Victim.Topic, "topic", "kbench", "topic the victims and attacks produce to")
 	fs.IntVar(&cfg.BombConns, "bomb-conns", 2, "bomb connections (zstd batches that inflate far)")
 	fs.IntVar(&cfg.BombBatches, "bomb-batches", 110, "zstd batches per bomb request")
+	fs.Float64Var(&cfg.BombRate, "bomb-rate", 200, "bomb requests per second per connection (0: as fast as answered, which makes the bomb client a heavy producer whose relaying shares the CPU with the victims)")
 	fs.IntVar(&cfg.BombInflate, "bomb-inflate", 16<<20-64, "bytes each bomb batch inflates to (just under 16 MiB, a batch limit an older kproxy read whole)")
 	fs.IntVar(&cfg.OversizeConns, "oversize-conns", 2, "connections sending oversize Produce requests (for a max_request_bytes rule)")
 	fs.IntVar(&cfg.OversizeParts, "oversize-parts", 1_000_000, "partitions each oversize request names (6 bytes each)")
@@ -212,9 +214,9 @@ func hostileCmd(args []string) error {
 		fmt.Fprintln(fs.Output(), err)
 		return usageError{err}
 	}
-	fmt.Printf("kbench hostile: %s, victims %d x %d x %d B for %v per phase; bomb %d x %d batches x %s; oversize %d x %d partitions at %g/s; hog %d x %s of %s\n",
+	fmt.Printf("kbench hostile: %s, victims %d x %d x %d B for %v per phase; bomb %d x %d batches x %s at %g/s; oversize %d x %d partitions at %g/s; hog %d x %s of %s\n",
 		cfg.Addr, cfg.Victim.Conns, cfg.Victim.Depth, cfg.Victim.Size, cfg.Duration,
-		cfg.BombConns, cfg.BombBatches, mib(int64(cfg.BombInflate)), cfg.OversizeConns, cfg.OversizeParts, cfg.OversizeRate,
+		cfg.BombConns, cfg.BombBatches, mib(int64(cfg.BombInflate)), cfg.BombRate, cfg.OversizeConns, cfg.OversizeParts, cfg.OversizeRate,
 		cfg.HogConns, mib(int64(cfg.HogHold)), mib(int64(cfg.HogSize)))
 	phases, err := runHostile(cfg)
 	printHostile(os.Stdout, cfg, phases)
