@@ -16,7 +16,7 @@ import (
 func bombFrame(topic string, batches, inflate int) []byte {
 	rec := kmsg.Record{Value: make([]byte, inflate)}
 	rec.Length = int32(len(rec.AppendTo(nil)) - 1)
-	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest))
+	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedBetterCompression))
 	if err != nil {
 		panic(err) // only bad options fail
 	}
