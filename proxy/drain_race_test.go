@@ -118,12 +118,7 @@ func TestDrainWaitsForTheResponseBeingWritten(t *testing.T) {
 	if _, err := readFrame(c); err != nil {
 		t.Fatal(err)
 	}
-	env.srv.mu.Lock()
-	var p *pair
-	for q := range env.srv.pairs {
-		p = q
-	}
-	env.srv.mu.Unlock()
+	p := onlyPair(t, env)
 
 	p.wmu.Lock() // a response batch, its entry popped, not yet flushed
 	p.drain()
@@ -161,12 +156,7 @@ func TestDrainEndsAfterKproxysOwnAnswer(t *testing.T) {
 	if _, err := readFrame(c); err != nil {
 		t.Fatal(err)
 	}
-	env.srv.mu.Lock()
-	var p *pair
-	for q := range env.srv.pairs {
-		p = q
-	}
-	env.srv.mu.Unlock()
+	p := onlyPair(t, env)
 
 	p.wmu.Lock() // a response batch being written
 	if _, err := c.Write(encodeRequest(produceRequest(7, 1, "secret"), 2)); err != nil {
@@ -198,4 +188,18 @@ func TestDrainEndsAfterKproxysOwnAnswer(t *testing.T) {
 		t.Fatalf("the drain did not end after kproxy's own answer, the last one owed: %v", err)
 	}
 	expectClosed(t, c, 5*time.Second)
+}
+
+// onlyPair is the one pair env's server holds.
+func onlyPair(t *testing.T, env *testEnv) *pair {
+	t.Helper()
+	env.srv.mu.Lock()
+	defer env.srv.mu.Unlock()
+	if len(env.srv.pairs) != 1 {
+		t.Fatalf("%d pairs open, want one", len(env.srv.pairs))
+	}
+	for p := range env.srv.pairs {
+		return p
+	}
+	return nil
 }

@@ -29,13 +29,13 @@ type floodResult struct {
 
 func runFlood(cfg floodConfig) (floodResult, error) {
 	var res floodResult
-	var err error
-	if res.Before, err = processRSS(cfg.PID); err != nil {
+	rss, err := watchRSS(cfg.PID)
+	if err != nil {
 		return res, err
 	}
-	res.Peak = res.Before
 	c, err := net.DialTimeout("tcp", cfg.Addr, 5*time.Second)
 	if err != nil {
+		rss.stop()
 		return res, err
 	}
 	defer c.Close()
@@ -48,28 +48,6 @@ func runFlood(cfg floodConfig) (floodResult, error) {
 		batch = append(batch, frame...)
 	}
 
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	var peakErr error
-	wg.Add(1)
-	go func() { // sample RSS until the writer stops
-		defer wg.Done()
-		t := time.NewTicker(10 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-t.C:
-				rss, err := processRSS(cfg.PID)
-				if err != nil {
-					peakErr = err
-					return
-				}
-				res.Peak = max(res.Peak, rss)
-			}
-		}
-	}()
 	start := time.Now()
 	deadline := start.Add(cfg.Duration)
 	c.SetWriteDeadline(deadline)
@@ -85,9 +63,9 @@ func runFlood(cfg floodConfig) (floodResult, error) {
 		}
 	}
 	time.Sleep(200 * time.Millisecond) // one more sample after the close
-	close(stop)
-	wg.Wait()
-	return res, peakErr
+	err = rss.stop()
+	res.Before, res.Peak = rss.Before, rss.Peak
+	return res, err
 }
 
 // setAcks0 turns a Produce v9 frame from produceFrame into an acks=0 one:

@@ -81,31 +81,12 @@ func runHostilePhase(cfg hostileConfig, set []hostileAttack) (hostilePhase, erro
 	} else if len(set) > 1 {
 		ph.Name = "all"
 	}
-	var err error
-	if ph.Before, err = processRSS(cfg.PID); err != nil {
+	rss, err := watchRSS(cfg.PID)
+	if err != nil {
 		return ph, err
 	}
-	ph.Peak = ph.Before
 	stop := make(chan struct{})
-	var attackers, sampler sync.WaitGroup
-	var rssErr error
-	sampler.Go(func() {
-		t := time.NewTicker(10 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-t.C:
-				rss, err := processRSS(cfg.PID)
-				if err != nil {
-					rssErr = err
-					return
-				}
-				ph.Peak = max(ph.Peak, rss)
-			}
-		}
-	})
+	var attackers sync.WaitGroup
 	for _, a := range set {
 		t := &attackTally{}
 		ph.Attack[a.name] = t
@@ -126,8 +107,9 @@ func runHostilePhase(cfg hostileConfig, set []hostileAttack) (hostilePhase, erro
 	ph.Victim, ph.VictimErr = runLoad(victim)
 	close(stop)
 	attackers.Wait()
-	sampler.Wait()
-	return ph, rssErr
+	err = rss.stop()
+	ph.Before, ph.Peak = rss.Before, rss.Peak
+	return ph, err
 }
 
 // printHostile reports each phase against the quiet one: the victims'

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/binary"
-	"hash/crc32"
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -32,22 +31,12 @@ func bombFrame(topic string, batches, inflate int) []byte {
 		NumRecords:           1,
 		Records:              compressed,
 	}
-	raw := batch.AppendTo(nil)
-	binary.BigEndian.PutUint32(raw[8:], uint32(len(raw)-12))
-	binary.BigEndian.PutUint32(raw[17:], crc32.Checksum(raw[21:], crc32.MakeTable(crc32.Castagnoli)))
+	raw := sealBatch(batch)
 	var records []byte
 	for range batches {
 		records = append(records, raw...)
 	}
-	req := kmsg.NewPtrProduceRequest()
-	req.Version = produceVersion
-	req.Acks = 1
-	req.TimeoutMillis = 30000
-	req.Topics = []kmsg.ProduceRequestTopic{{
-		Topic:      topic,
-		Partitions: []kmsg.ProduceRequestTopicPartition{{Partition: 0, Records: records}},
-	}}
-	return requestFrame(req, 0, "kbench-bomb")
+	return produceRecordsFrame(topic, records, "kbench-bomb")
 }
 
 // manyPartitionsFrame is a Produce v9 request (acks=1) naming `parts`

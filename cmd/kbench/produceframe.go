@@ -55,17 +55,27 @@ func encodeProduce(topic string, valueLen int, clientID string) []byte {
 		NumRecords:           1,
 		Records:              records,
 	}
+	return produceRecordsFrame(topic, sealBatch(batch), clientID)
+}
+
+// sealBatch encodes a record batch with its Length and CRC filled in.
+func sealBatch(batch kmsg.RecordBatch) []byte {
 	raw := batch.AppendTo(nil)
 	binary.BigEndian.PutUint32(raw[8:], uint32(len(raw)-12))                                          // Length: after itself
 	binary.BigEndian.PutUint32(raw[17:], crc32.Checksum(raw[21:], crc32.MakeTable(crc32.Castagnoli))) // CRC from Attributes on
+	return raw
+}
 
+// produceRecordsFrame is a Produce request frame (acks=1) carrying records,
+// one or more batches, to topic/partition 0.
+func produceRecordsFrame(topic string, records []byte, clientID string) []byte {
 	req := kmsg.NewPtrProduceRequest()
 	req.Version = produceVersion
 	req.Acks = 1
 	req.TimeoutMillis = 30000
 	req.Topics = []kmsg.ProduceRequestTopic{{
 		Topic:      topic,
-		Partitions: []kmsg.ProduceRequestTopicPartition{{Partition: 0, Records: raw}},
+		Partitions: []kmsg.ProduceRequestTopicPartition{{Partition: 0, Records: records}},
 	}}
 	return requestFrame(req, 0, clientID)
 }
