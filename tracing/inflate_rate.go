@@ -10,7 +10,11 @@ import (
 // budget bounds one bomb; this bounds a stream of them, which would
 // otherwise keep an inflation slot, and so a CPU, busy for as long as the
 // client keeps sending (they are small on the wire). Links are best
-// effort, so what is over the rate is not read, never waited for.
+// effort, so what is over the rate is not read, never waited for. Unlike
+// policy's quota buckets, which go into debt and make a client wait, this
+// grants part of a request, never more than it holds, and takes back what
+// a grant did not use; x/time/rate's limiter can neither grant part nor
+// take back part.
 type inflateRate struct {
 	mu     sync.Mutex
 	rate   float64 // bytes per second; the bucket holds one second's worth
