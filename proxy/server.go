@@ -82,6 +82,7 @@ func New(cfg Config, fr framing.Config, tc correlate.Config, log zerolog.Logger,
 		pairs: make(map[*pair]struct{}), idle: make(chan struct{}), stop: make(chan struct{}),
 		waitKick: make(chan struct{}, 1)}
 	s.budget.max = int64(cfg.MaxBufferedBytes)
+	m.budgetUsed.Store(&s.budget.used)
 	loop, err := netpoll.NewEventLoop(s.onRequest, netpoll.WithOnConnect(s.onConnect))
 	if err != nil {
 		return nil, err
