@@ -74,7 +74,7 @@ func New(cfg Config, fr framing.Config, tc correlate.Config, log zerolog.Logger,
 		return nil, fmt.Errorf("max_buffered_bytes %d must hold one maximum-size frame (%d)", cfg.MaxBufferedBytes, frame)
 	}
 	if cfg.MaxBufferedBytes == 0 {
-		n, from := DefaultMaxBufferedBytes(os.DirFS("/"))
+		n, from := defaultMaxBufferedBytes(os.DirFS("/"))
 		cfg.MaxBufferedBytes = max(n, frame)
 		log.Info().Int("max_buffered_bytes", cfg.MaxBufferedBytes).Str("from", from).Msg("process-wide buffer budget")
 	}
