@@ -43,6 +43,26 @@ type budget struct {
 	used atomic.Int64
 }
 
+// take adds delta to what is used, unless that would take it past max.
+// used never passes max, not even for an instant: a charge that would
+// have been undone could get another pair's charge refused meanwhile, and
+// a pair closed for nothing.
+func (b *budget) take(delta int64) bool {
+	if delta <= 0 {
+		b.used.Add(delta)
+		return true
+	}
+	for {
+		used := b.used.Load()
+		if used+delta > b.max {
+			return false
+		}
+		if b.used.CompareAndSwap(used, used+delta) {
+			return true
+		}
+	}
+}
+
 // holding is what one pair has charged to the budget, per side.
 type holding struct {
 	mu   sync.Mutex // serializes the relays' and the sweep's charges
@@ -74,7 +94,10 @@ func (p *pair) hold(from int, r netpoll.Reader) bool {
 			return true
 		}
 		var c victims // one walk of every pair (O(N) under Server.mu) per refused charge
-		o, _ := c.choose(p, from, n)
+		o, ok := c.choose(p, from, n)
+		if !ok {
+			continue // a closing pair's charge was given back: try again
+		}
 		o.p.closeOnError(o.side, o.err)
 		if o.p == p {
 			return false
@@ -120,9 +143,7 @@ func (p *pair) chargeLocked(from int, r netpoll.Reader) (over bool, n int64, lis
 	if delta == 0 {
 		return false, 0, true
 	}
-	b := &p.s.budget
-	if used := b.used.Add(delta); delta > 0 && used > b.max {
-		b.used.Add(-delta)
+	if !p.s.budget.take(delta) {
 		return true, n, true
 	}
 	h.held[from].Store(n)
@@ -138,16 +159,22 @@ type victims struct {
 	big    *pair // the largest open holder the walk found, or nil
 	most   int64 // what it holds
 	chosen bool  // big has been chosen already
+	freed  bool  // the walk gave back a closing pair's charge
 }
 
 // choose returns the pair to close for a refused charge of side from of p
 // to n bytes: the largest holder, another pair if it holds more than p
 // would, else p itself, blamed on the side that holds most of that. It
-// reports false if that pair was chosen before: its close makes room.
+// reports false, choosing none, if that pair was chosen before (its close
+// makes room) or if the walk gave back a closing pair's charge (the
+// charge may fit now).
 func (c *victims) choose(p *pair, from int, n int64) (overflowing, bool) {
 	if !c.walked {
 		c.walked = true
-		c.big, c.most = p.s.largest()
+		c.big, c.most, c.freed = p.s.largest()
+	}
+	if c.freed {
+		return overflowing{}, false
 	}
 	other := p.holding.held[1-from].Load()
 	v := c.big
@@ -169,22 +196,30 @@ func (c *victims) choose(p *pair, from int, n int64) (overflowing, bool) {
 	return p.overBudgetFrom(from), true
 }
 
-// largest returns the open pair that holds the most, and how much. It
-// walks every pair, but only when the budget is full.
-func (s *Server) largest() (*pair, int64) {
+// largest returns the open pair that holds the most, and how much; of
+// pairs that hold as much, the oldest, so that the sweep and a relay
+// walking at once choose the same one, and close one pair, not two. A
+// closed pair whose close has not yet given back its charge has it given
+// back now, and freed says so: a charge refused meanwhile is tried again
+// rather than closing a second pair. It walks every pair, but only when
+// the budget is full.
+func (s *Server) largest() (big *pair, most int64, freed bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var big *pair
-	var most int64
 	for q := range s.pairs {
 		if q.closed.Load() {
+			if q.holds() {
+				q.releaseHeld()
+				freed = true
+			}
 			continue
 		}
-		if n := q.holding.held[fromClient].Load() + q.holding.held[fromUpstream].Load(); n > most {
+		n := q.holding.held[fromClient].Load() + q.holding.held[fromUpstream].Load()
+		if n > most || n == most && n > 0 && q.opened.Before(big.opened) {
 			big, most = q, n
 		}
 	}
-	return big, most
+	return big, most, freed
 }
 
 // overBudget says which side of p to blame for its charge, and why: the

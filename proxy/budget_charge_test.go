@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -88,5 +89,36 @@ func TestBufferBudgetRelayChargeListsThePair(t *testing.T) {
 	}
 	if used := s.budget.used.Load(); used != 0 {
 		t.Fatalf("a charge of %d bytes stuck to a pair that holds nothing", used)
+	}
+}
+
+// Walks made at once (the sweep's, a relay's) choose the same victim among
+// pairs that hold as much, the oldest, and a closed pair whose charge is
+// not yet given back is not passed over for a second victim: its charge is
+// given back, and the refused charge tried again. Else two slow readers
+// were closed where one made room (issue 14, item 5).
+func TestBufferBudgetWalksAgreeOnTheVictim(t *testing.T) {
+	s := lenServer(1 << 30)
+	var pairs []*pair
+	for i := range 4 {
+		p, in, _ := lenPair(s)
+		p.opened = time.Unix(int64(100-i), 0) // the last is the oldest
+		in.r.n.Store(1 << 20)
+		p.hold(fromClient, &in.r)
+		pairs = append(pairs, p)
+	}
+	oldest := pairs[len(pairs)-1]
+	for range 20 {
+		if big, _, _ := s.largest(); big != oldest {
+			t.Fatal("a walk chose another pair than the oldest of those that hold as much")
+		}
+	}
+	oldest.closed.Store(true) // its close is under way
+	big, _, freed := s.largest()
+	if !freed || oldest.holds() || big == oldest {
+		t.Fatalf("freed %v, the closing pair still charged %v: a second victim would be closed", freed, oldest.holds())
+	}
+	if used := s.budget.used.Load(); used != 3<<20 {
+		t.Fatalf("charged %d, want %d", used, 3<<20)
 	}
 }
