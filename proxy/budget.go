@@ -10,14 +10,20 @@ import (
 	"github.com/kproxy/kproxy/framing"
 )
 
-// Sides whose input kproxy holds: indexes of pair.held.
+// Sides whose input kproxy holds: indexes of pair.held, pinned and
+// handed. Like toClient and toUpstream (stall.go) they number the two
+// sockets, 0 the client and 1 the upstream, but say what is read from a
+// socket, not what is written to it: input read from side i is written to
+// side 1-i.
 const (
 	fromClient, fromUpstream = 0, 1
 )
 
 // budgetFloor is the input per side below which nothing is charged to
 // max_buffered_bytes, so relaying small frames never touches the shared
-// counter. What goes uncounted is at most 2 x budgetFloor per connection.
+// counter. A side's unread input, the batch pinned for its flush and what
+// a poller's send handed to a goroutine are charged together, so what goes
+// uncounted is at most 2 x budgetFloor per connection.
 const budgetFloor = 16 << 10
 
 var (
@@ -37,6 +43,26 @@ type budget struct {
 	used atomic.Int64
 }
 
+// take adds delta to what is used, unless that would take it past max.
+// used never passes max, not even for an instant: a charge that would
+// have been undone could get another pair's charge refused meanwhile, and
+// a pair closed for nothing.
+func (b *budget) take(delta int64) bool {
+	if delta <= 0 {
+		b.used.Add(delta)
+		return true
+	}
+	for {
+		used := b.used.Load()
+		if used+delta > b.max {
+			return false
+		}
+		if b.used.CompareAndSwap(used, used+delta) {
+			return true
+		}
+	}
+}
+
 // holding is what one pair has charged to the budget, per side.
 type holding struct {
 	mu   sync.Mutex // serializes the relays' and the sweep's charges
@@ -45,82 +71,155 @@ type holding struct {
 	// not yet released: the batch it is flushing, which stays in netpoll's
 	// input buffers until the peer has taken all of it. Set by the relay,
 	// charged with the reader's Len.
-	pinned   [2]atomic.Int64
-	released bool // the pair closed: nothing is charged any more
+	pinned [2]atomic.Int64
+	// handed is what of a side's input waits in the peer's netpoll writer
+	// for a goroutine to flush it: the rest of a batch a send on the
+	// poller left (finishSend), or kproxy's own answers (flushAnswers).
+	// Set by whoever owns that writer (upMu for fromClient, wmu for
+	// fromUpstream), charged with the reader's Len like pinned.
+	handed [2]atomic.Int64
 }
 
 // hold charges what side from of p holds now: what its reader r has
-// buffered plus the batch pinned for a flush. When that would take the
-// budget past max_buffered_bytes, the largest holder is closed: another
-// pair, after which the charge is tried again, or p itself, when hold
-// reports false and the caller closes p. So a hog that stopped growing is
-// closed, not the next honest client to buffer a frame. The caller must
-// not be on a poller (closing waits for the victim's poller task).
+// buffered plus the batch pinned or handed for a flush. When that would
+// take the budget past max_buffered_bytes, the largest holder is closed:
+// another pair, after which the charge is tried again, or p itself, when
+// hold reports false. So a hog that stopped growing is closed, not the
+// next honest client to buffer a frame. The caller must not be on a
+// poller (closing waits for the victim's poller task).
 func (p *pair) hold(from int, r netpoll.Reader) bool {
 	for {
-		over, mine := p.charge(from, r)
+		over, n := p.charge(from, r)
 		if !over {
 			return true
 		}
-		v := p.s.largest(p, mine)
-		if v == nil {
+		var c victims // one walk of every pair (O(N) under Server.mu) per refused charge
+		o, ok := c.choose(p, from, n)
+		if !ok {
+			continue // a closing pair's charge was given back: try again
+		}
+		o.p.closeOnError(o.side, o.err)
+		if o.p == p {
 			return false
 		}
-		o := v.overBudget()
-		v.closeOnError(o.side, o.err)
-		v.releaseHeld() // if another goroutine closes it, its charge is freed now
+		o.p.releaseHeld() // if another goroutine closes it, its charge is freed now
 	}
 }
 
 // charge sets what side from of p holds to its reader's length plus what
-// is pinned, read under the pair's lock so a charge never goes back to a
-// stale value. If that would take the budget past its bound it charges
-// nothing and reports over, with what p would then hold in all.
-func (p *pair) charge(from int, r netpoll.Reader) (over bool, mine int64) {
+// is pinned and handed, read under the pair's lock so a charge never goes
+// back to a stale value. If that would take the budget past its bound it
+// charges nothing and reports over, with the n bytes it would have
+// charged.
+func (p *pair) charge(from int, r netpoll.Reader) (over bool, n int64) {
 	h := &p.holding
-	if r.Len()+int(h.pinned[from].Load()) < budgetFloor && h.held[from].Load() == 0 {
+	if r.Len()+int(h.pinned[from].Load()+h.handed[from].Load()) < budgetFloor && h.held[from].Load() == 0 {
 		return false, 0 // the common case: nothing held, nothing to charge
 	}
 	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.released {
-		return false, 0
+	over, n, listed := p.chargeLocked(from, r)
+	h.mu.Unlock()
+	if !listed {
+		// A charge left on a pair that stops waiting is cleared only by
+		// the sweep: with nothing more charged (what is left relayed on
+		// the poller), it would stick to an idle pair.
+		p.list()
 	}
-	n := int64(r.Len()) + h.pinned[from].Load()
+	return over, n
+}
+
+// chargeLocked is charge under the pair's lock; listed is false when it
+// stored a charge on a pair not on the sweep's list.
+func (p *pair) chargeLocked(from int, r netpoll.Reader) (over bool, n int64, listed bool) {
+	h := &p.holding
+	if p.closed.Load() { // close sets it before it releases the charge
+		return false, 0, true
+	}
+	n = int64(r.Len()) + h.pinned[from].Load() + h.handed[from].Load()
 	if n < budgetFloor {
 		n = 0
 	}
 	delta := n - h.held[from].Load()
 	if delta == 0 {
-		return false, 0
+		return false, 0, true
 	}
-	b := &p.s.budget
-	if used := b.used.Add(delta); delta > 0 && used > b.max {
-		b.used.Add(-delta)
-		return true, n + h.held[1-from].Load()
+	if !p.s.budget.take(delta) {
+		return true, n, true
 	}
 	h.held[from].Store(n)
-	p.s.m.buffered.Add(float64(delta))
-	return false, 0
+	return false, 0, n == 0 || p.swept.Load()
 }
 
-// largest returns the open pair other than p that holds the most, if it
-// holds more than mine. It walks every pair, but only when the budget is
-// full.
-func (s *Server) largest(p *pair, mine int64) *pair {
+// victims chooses the pairs to close for charges the budget refused. The
+// largest holder is found by walking every pair, under Server.mu: the
+// sweep keeps one for all the charges it refuses, so it walks them once,
+// and closes that pair once.
+type victims struct {
+	walked bool
+	big    *pair // the largest open holder the walk found, or nil
+	most   int64 // what it holds
+	chosen bool  // big has been chosen already
+	freed  bool  // the walk gave back a closing pair's charge
+}
+
+// choose returns the pair to close for a refused charge of side from of p
+// to n bytes: the largest holder, another pair if it holds more than p
+// would, else p itself, blamed on the side that holds most of that. It
+// reports false, choosing none, if that pair was chosen before (its close
+// makes room) or if the walk gave back a closing pair's charge (the
+// charge may fit now).
+func (c *victims) choose(p *pair, from int, n int64) (overflowing, bool) {
+	if !c.walked {
+		c.walked = true
+		c.big, c.most, c.freed = p.s.largest()
+	}
+	if c.freed {
+		return overflowing{}, false
+	}
+	other := p.holding.held[1-from].Load()
+	v := c.big
+	if v == nil || c.most <= n+other {
+		v = p
+	}
+	if v == c.big {
+		if c.chosen {
+			return overflowing{}, false
+		}
+		c.chosen = true
+	}
+	if v != p {
+		return v.overBudget(), true
+	}
+	if other > n {
+		from = 1 - from
+	}
+	return p.overBudgetFrom(from), true
+}
+
+// largest returns the open pair that holds the most, and how much; of
+// pairs that hold as much, the oldest, so that the sweep and a relay
+// walking at once choose the same one, and close one pair, not two. A
+// closed pair whose close has not yet given back its charge has it given
+// back now, and freed says so: a charge refused meanwhile is tried again
+// rather than closing a second pair. It walks every pair, but only when
+// the budget is full.
+func (s *Server) largest() (big *pair, most int64, freed bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var big *pair
-	most := mine
 	for q := range s.pairs {
-		if q == p || q.closed.Load() {
+		if q.closed.Load() {
+			if q.holds() {
+				q.releaseHeld()
+				freed = true
+			}
 			continue
 		}
-		if n := q.holding.held[fromClient].Load() + q.holding.held[fromUpstream].Load(); n > most {
+		n := q.holding.held[fromClient].Load() + q.holding.held[fromUpstream].Load()
+		if n > most || n == most && n > 0 && q.opened.Before(big.opened) {
 			big, most = q, n
 		}
 	}
-	return big
+	return big, most, freed
 }
 
 // overBudget says which side of p to blame for its charge, and why: the
@@ -137,7 +236,7 @@ func (p *pair) overBudget() overflowing {
 
 // overBudgetFrom is overBudget for a charge of side from.
 func (p *pair) overBudgetFrom(from int) overflowing {
-	if p.holding.pinned[from].Load() > 0 {
+	if p.holding.pinned[from].Load()+p.holding.handed[from].Load() > 0 {
 		return overflowing{p, sideName[1-from], errSlowOverBudget}
 	}
 	return overflowing{p, sideName[from], errOverBudget}
@@ -146,20 +245,38 @@ func (p *pair) overBudgetFrom(from int) overflowing {
 // sideName is each side as logged and counted.
 var sideName = [2]string{fromClient: "client", fromUpstream: "upstream"}
 
-// holdLeft charges what a relay leaves in r as it returns, so what it
-// charged before it relayed does not stay counted.
-func (p *pair) holdLeft(from int, r netpoll.Reader) {
-	if !p.hold(from, r) {
-		p.closeOnError(sideName[from], errOverBudget)
+// pin records n bytes taken from side from's reader and not yet released;
+// unpin, once they are, clears it. A batch below budgetFloor is not
+// recorded: it would not be charged on its own, and pinning it would cost
+// a store per frame.
+func (p *pair) pin(from, n int) {
+	if n >= budgetFloor {
+		p.holding.pinned[from].Store(int64(n))
 	}
 }
 
-// pin records n bytes taken from side from's reader and not yet released;
-// unpin, once they are, clears it.
-func (p *pair) pin(from, n int) { p.holding.pinned[from].Store(int64(n)) }
 func (p *pair) unpin(from int) {
 	if p.holding.pinned[from].Load() != 0 {
 		p.holding.pinned[from].Store(0)
+	}
+}
+
+// hand charges the n bytes of side from's input that w holds for the
+// flush about to start, which may wait long for a slow peer; handBack,
+// once the flush is over, gives them back. The caller owns w and is not
+// on a poller.
+func (p *pair) hand(from int, n int, r netpoll.Reader) bool {
+	if n == 0 {
+		return true
+	}
+	p.holding.handed[from].Store(int64(n))
+	return p.hold(from, r)
+}
+
+func (p *pair) handBack(from int, r netpoll.Reader) {
+	if p.holding.handed[from].Load() != 0 {
+		p.holding.handed[from].Store(0)
+		p.hold(from, r)
 	}
 }
 
@@ -167,8 +284,12 @@ func (p *pair) unpin(from int) {
 // the rest, which netpoll keeps reading (and anything behind it), the pair
 // is on the sweep's list, which charges what it holds to the budget.
 func (p *pair) nextFrame(r netpoll.Reader, max int) ([]byte, error) {
-	if _, whole, err := framing.Buffered(r, max); whole || err != nil {
-		return framing.Next(r, max)
+	n, whole, err := framing.Buffered(r, max)
+	if err != nil {
+		return nil, err
+	}
+	if whole {
+		return r.Next(n)
 	}
 	p.waitStart()
 	defer p.waitEnd()
@@ -177,18 +298,19 @@ func (p *pair) nextFrame(r netpoll.Reader, max int) ([]byte, error) {
 
 // holdInput charges what both sides hold now, for the sweep, and adds to
 // over the pair to close if that takes the budget past its bound: the
-// largest holder, p or another. A charge refused for another pair's sake
-// is tried again on the next sweep, once that pair is closed.
-func (p *pair) holdInput(over []overflowing) []overflowing {
-	for from, c := range [2]netpoll.Connection{p.client, p.upstream} {
-		o, mine := p.charge(from, c.Reader())
+// largest holder, p or another, chosen by c for the whole sweep. A charge
+// refused for another pair's sake is tried again on the next sweep, once
+// that pair is closed.
+func (p *pair) holdInput(over []overflowing, c *victims) []overflowing {
+	for from, conn := range [2]netpoll.Connection{p.client, p.upstream} {
+		o, n := p.charge(from, conn.Reader())
 		if !o {
 			continue
 		}
-		if v := p.s.largest(p, mine); v != nil {
-			return append(over, v.overBudget())
+		if v, ok := c.choose(p, from, n); ok {
+			return append(over, v)
 		}
-		return append(over, p.overBudgetFrom(from))
+		return over
 	}
 	return over
 }
@@ -198,15 +320,15 @@ func (p *pair) holds() bool {
 	return p.holding.held[fromClient].Load()+p.holding.held[fromUpstream].Load() != 0
 }
 
-// releaseHeld gives back what a closed pair held.
+// releaseHeld gives back what a closed pair held. Once closed is set no
+// charge is made (chargeLocked checks it under the same lock), so what
+// this gives back stays given back.
 func (p *pair) releaseHeld() {
 	h := &p.holding
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.released = true
 	n := h.held[fromClient].Swap(0) + h.held[fromUpstream].Swap(0)
 	if n != 0 {
 		p.s.budget.used.Add(-n)
-		p.s.m.buffered.Sub(float64(n))
 	}
 }

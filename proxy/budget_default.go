@@ -13,12 +13,12 @@ import (
 // defaults, on machines that are not told how much memory they have.
 const fallbackBufferedBytes = 1 << 30
 
-// DefaultMaxBufferedBytes is max_buffered_bytes when the configuration
+// defaultMaxBufferedBytes is max_buffered_bytes when the configuration
 // leaves it 0: half the container's memory limit (cgroup v2 memory.max)
 // where there is one, else fallbackBufferedBytes. Half leaves the other
 // half for what the budget does not count: the Go heap and runtime,
 // output buffers and per-connection state.
-func DefaultMaxBufferedBytes(root fs.FS) (int, string) {
+func defaultMaxBufferedBytes(root fs.FS) (int, string) {
 	if limit, ok := memoryMax(root); ok {
 		return int(limit / 2), "half of cgroup memory.max"
 	}

@@ -137,7 +137,7 @@ func TestDefaultMaxBufferedBytes(t *testing.T) {
 		}, 128 << 20},
 		{"garbage", fstest.MapFS{"sys/fs/cgroup/memory.max": {Data: []byte("lots\n")}}, fallbackBufferedBytes},
 	} {
-		if got, _ := DefaultMaxBufferedBytes(tc.fs); got != tc.want {
+		if got, _ := defaultMaxBufferedBytes(tc.fs); got != tc.want {
 			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
 		}
 	}

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"fmt"
 	"os"
 	"runtime/debug"
 	"time"
@@ -44,7 +45,8 @@ func (s *Server) LimitMemory() {
 	limit := s.memoryLimit(s.slots.Load())
 	debug.SetMemoryLimit(limit)
 	s.log.Info().Int64("memory_limit", limit).Int("max_buffered_bytes", s.cfg.MaxBufferedBytes).
-		Msg("soft memory limit: max_buffered_bytes + 48 MiB + 32 KiB per connection (GOMEMLIMIT overrides)")
+		Msg(fmt.Sprintf("soft memory limit: max_buffered_bytes + %d MiB + %d KiB per connection (GOMEMLIMIT overrides)",
+			memoryHeadroom>>20, connMemory>>10))
 	go s.followMemoryLimit(limit)
 }
 

@@ -12,21 +12,24 @@ import (
 // once per API key and kept in an array, so counting a frame is an atomic
 // add with no label lookup.
 type Metrics struct {
-	requests         *prometheus.CounterVec
-	responses        *prometheus.CounterVec
-	latency          *prometheus.HistogramVec
-	bytes            *prometheus.CounterVec
-	inFlight         prometheus.Gauge
-	open             prometheus.Gauge
-	accepted         prometheus.Counter
-	refused          *prometheus.CounterVec
-	dialFailures     prometheus.Counter
-	protocolErrs     *prometheus.CounterVec
-	oversize         *prometheus.CounterVec
-	overflow         *prometheus.CounterVec
-	writeStalls      *prometheus.CounterVec
-	overBudget       *prometheus.CounterVec
-	buffered         prometheus.Gauge
+	requests     *prometheus.CounterVec
+	responses    *prometheus.CounterVec
+	latency      *prometheus.HistogramVec
+	bytes        *prometheus.CounterVec
+	inFlight     prometheus.Gauge
+	open         prometheus.Gauge
+	accepted     prometheus.Counter
+	refused      *prometheus.CounterVec
+	dialFailures prometheus.Counter
+	protocolErrs *prometheus.CounterVec
+	oversize     *prometheus.CounterVec
+	overflow     *prometheus.CounterVec
+	writeStalls  *prometheus.CounterVec
+	overBudget   *prometheus.CounterVec
+	buffered     prometheus.GaugeFunc
+	// budgetUsed is the server's count behind buffered (budget.used),
+	// set by New.
+	budgetUsed       atomic.Pointer[atomic.Int64]
 	failed           prometheus.Counter
 	backpressure     prometheus.Counter
 	oversizeAnswered prometheus.Counter
@@ -78,8 +81,6 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Connections closed because a write to that side made no progress for write_timeout, by side."}, []string{"side"}),
 		overBudget: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kproxy_buffer_budget_closes_total",
 			Help: "Connections closed because the bytes they held would take all connections past max_buffered_bytes, by side."}, []string{"side"}),
-		buffered: prometheus.NewGauge(prometheus.GaugeOpts{Name: "kproxy_buffered_bytes",
-			Help: "Bytes held in partial frames and unread input, as charged against max_buffered_bytes."}),
 		failed: prometheus.NewCounter(prometheus.CounterOpts{Name: "kproxy_requests_failed_total",
 			Help: "In-flight requests failed because their pair closed."}),
 		backpressure: prometheus.NewCounter(prometheus.CounterOpts{Name: "kproxy_backpressure_waits_total",
@@ -90,6 +91,14 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Batches of frames relayed, by direction and by where: on the poller, or in the goroutine pool (partial frames, throttling rules, back-pressure, linger)."},
 			[]string{"direction", "where"}),
 	}
+	m.buffered = prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "kproxy_buffered_bytes",
+		Help: "Bytes held in partial frames, unread input and batches waiting to be flushed to a peer, as charged against max_buffered_bytes."},
+		func() float64 {
+			if u := m.budgetUsed.Load(); u != nil {
+				return float64(u.Load())
+			}
+			return 0
+		})
 	for _, c := range []prometheus.Collector{m.requests, m.responses, m.latency, m.bytes, m.inFlight, m.open,
 		m.accepted, m.refused, m.dialFailures, m.protocolErrs, m.oversize, m.overflow, m.writeStalls, m.overBudget, m.buffered, m.failed, m.backpressure,
 		m.oversizeAnswered, m.batches} {

@@ -34,6 +34,12 @@ func (p *pair) flush(w netpoll.Writer, to int) error {
 // row found it not waiting.
 func (p *pair) waitStart() {
 	p.blocked.Add(1)
+	p.list()
+}
+
+// list puts the pair on the sweep's list if it is not there yet. The
+// sweep's own charges never call it: a pair it charges is listed.
+func (p *pair) list() {
 	if p.swept.Load() {
 		return
 	}
@@ -67,11 +73,14 @@ type overflowing struct {
 	err  error
 }
 
-// watchOverflow closes each waiting pair whose unread input on either side
-// has passed max_unread_bytes; a relay that is not waiting checks this
-// itself between batches. Without it one client flooding an upstream that
-// has stopped reading grows memory until write_timeout. While no pair
-// waits it sleeps, so idle kproxy is not woken 100 times a second.
+// watchOverflow closes, every overflowSweep, the pairs sweepWaiting finds
+// at fault: a waiting pair whose unread input on either side has passed
+// max_unread_bytes (a relay that is not waiting checks this itself between
+// batches), or whose flush has stalled for write_timeout, and the largest
+// holder when a listed pair's input would take the budget past
+// max_buffered_bytes. Without it one client flooding an upstream that has
+// stopped reading grows memory until write_timeout. While no pair is
+// listed it sleeps, so idle kproxy is not woken 100 times a second.
 func (s *Server) watchOverflow() {
 	t := time.NewTimer(overflowSweep)
 	defer t.Stop()
@@ -99,25 +108,29 @@ func (s *Server) watchOverflow() {
 	}
 }
 
-// sweepWaiting adds to over the listed pairs that wait and whose unread
-// input has passed the bound, and drops from the list the pairs that have
-// not waited for keepIdleSweeps sweeps. It reports whether the list is now
-// empty.
+// sweepWaiting charges what every listed pair holds to the budget, and
+// adds to over the pairs to close: for a charge the budget refuses, the
+// largest holder (chosen once per sweep); a waiting pair whose unread
+// input has passed max_unread_bytes; a flush stalled for write_timeout. It
+// drops from the list the pairs that have not waited for keepIdleSweeps
+// sweeps and hold no charge, and reports whether the list is now empty.
 //
 // A pair is dropped only if, after its mark is cleared, it is still seen
-// not waiting: a relay that starts waiting meanwhile either saw the mark
-// (and so added to blocked before this check) or lists the pair again
-// under waitMu once this sweep lets go of it.
+// not waiting and holding nothing: a relay that starts waiting or stores a
+// charge meanwhile either saw the mark (and so added to blocked or held
+// before this check) or lists the pair again under waitMu once this sweep
+// lets go of it.
 func (s *Server) sweepWaiting(over []overflowing) ([]overflowing, bool) {
 	s.waitMu.Lock()
 	defer s.waitMu.Unlock()
 	now := time.Now()
 	kept := s.waiting[:0]
+	var c victims
 	for _, p := range s.waiting {
 		// Every listed pair's input is charged: a pair not waiting now
 		// may have been charged while it waited.
 		if !p.closed.Load() {
-			over = p.holdInput(over)
+			over = p.holdInput(over, &c)
 		}
 		if p.blocked.Load() == 0 {
 			// Not waiting: its relay checks for itself. A pair that still
@@ -129,7 +142,7 @@ func (s *Server) sweepWaiting(over []overflowing) ([]overflowing, bool) {
 				continue
 			}
 			p.swept.Store(false)
-			if p.blocked.Load() == 0 {
+			if p.blocked.Load() == 0 && (!p.holds() || p.closed.Load()) {
 				p.idleSweeps = 0
 				continue
 			}

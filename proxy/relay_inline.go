@@ -93,11 +93,26 @@ func (p *pair) relayResponsesInline(r netpoll.Reader) {
 }
 
 // finishSend flushes what a raw send left in w, from a goroutine since it
-// may wait for the peer, then lets the next writer in. Responses are
-// counted once flushed, and not if the flush fails. On error the pair is
-// closed first, so no one writes behind a remainder netpoll still holds.
+// may wait for the peer, then lets the next writer in. What waits in w is
+// charged to the budget meanwhile, as the input of the side the batch
+// came from (written to side to, read from side 1-to): a slow reader would
+// otherwise keep up to inlineMaxBytes per side uncounted until
+// write_timeout. Responses are counted once flushed, and not if the flush
+// fails. On error the pair is closed first, so no one writes behind a
+// remainder netpoll still holds.
 func (p *pair) finishSend(w netpoll.Writer, to int, owner interface{ Unlock() }, side string, wrap func(error) error) {
-	err := p.flush(w, to)
+	from := 1 - to
+	in := p.client.Reader()
+	if from == fromUpstream {
+		in = p.upstream.Reader()
+	}
+	var err error
+	if p.hold(from, in) { // runTask set handed before it started this
+		err = p.flush(w, to)
+	} else {
+		err = errOverBudget // the pair is closed
+	}
+	p.handBack(from, in)
 	if to == toClient {
 		if err != nil {
 			p.out.drop()

@@ -42,8 +42,9 @@ func (p *pair) onClient(_ context.Context, c netpoll.Connection) error {
 	}
 	for {
 		if p.draining.Load() {
-			// Send nothing new; the response side closes the pair when
-			// the table empties, or Drain does at its deadline.
+			// Send nothing new; whoever writes the last response owed
+			// (the response relay, writeAnswers, finishSend) closes the
+			// pair when the table empties, or Drain does at its deadline.
 			p.closeIfDrained()
 			p.waitStart() // what the client sends meanwhile is swept
 			<-p.done
@@ -55,8 +56,7 @@ func (p *pair) onClient(_ context.Context, c netpoll.Connection) error {
 			return nil
 		}
 		if !p.hold(fromClient, r) {
-			p.closeOnError("client", errOverBudget)
-			return nil
+			return nil // closed for the budget
 		}
 		if p.mutedUntil != 0 {
 			if d := p.muted(time.Now()); d <= 0 {
@@ -84,7 +84,7 @@ func (p *pair) onClient(_ context.Context, c netpoll.Connection) error {
 		r.Release()
 		p.unpin(fromClient)
 		if !p.linger(c) {
-			p.holdLeft(fromClient, r)
+			p.hold(fromClient, r) // what it charged before is not left counted
 			return nil
 		}
 	}
@@ -111,6 +111,7 @@ func (p *pair) relayRequests(r netpoll.Reader) error {
 				return err
 			}
 			if refused {
+				batched = 0 // what was batched before it is flushed and released
 				continue
 			}
 		}
@@ -297,15 +298,22 @@ func (p *pair) writeAnswers() error {
 	return err
 }
 
+// flushAnswers writes the answers under wmu. While a slow client holds
+// up the flush they wait in the client's writer, charged to the budget
+// like a batch of responses.
 func (p *pair) flushAnswers() error {
 	p.wmu.Lock()
 	defer p.wmu.Unlock()
 	cw := p.client.Writer()
 	err := p.writeSynthetic(cw)
 	if err == nil {
-		if err = p.flush(cw, toClient); err != nil {
+		ur := p.upstream.Reader()
+		if !p.hand(fromUpstream, cw.MallocLen(), ur) {
+			err = errOverBudget // the pair is closed
+		} else if err = p.flush(cw, toClient); err != nil {
 			err = errClientWrite{err}
 		}
+		p.handBack(fromUpstream, ur)
 	}
 	return p.finishBatch(err)
 }

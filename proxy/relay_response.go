@@ -31,8 +31,7 @@ func (p *pair) onUpstream(_ context.Context, c netpoll.Connection) error {
 			return nil
 		}
 		if !p.hold(fromUpstream, r) {
-			p.closeOnError("upstream", errOverBudget)
-			return nil
+			return nil // closed for the budget
 		}
 		if err := p.relayResponses(r); err != nil {
 			p.closeOnError("upstream", err)
@@ -47,7 +46,7 @@ func (p *pair) onUpstream(_ context.Context, c netpoll.Connection) error {
 			}
 		}
 		if !p.linger(c) {
-			p.holdLeft(fromUpstream, r)
+			p.hold(fromUpstream, r) // what it charged before is not left counted
 			return nil
 		}
 	}
@@ -64,13 +63,12 @@ func (p *pair) relayResponses(r netpoll.Reader) error {
 	if err != nil {
 		return err
 	}
-	p.pin(fromUpstream, len(frame)) // also while it waits for the writer
+	batched := len(frame)
+	p.pin(fromUpstream, batched) // held until the flush is done, also while it waits for the writer
 	p.wmu.Lock()
 	defer p.wmu.Unlock()
 	w := p.client.Writer()
-	for batched := 0; ; {
-		batched += len(frame)
-		p.pin(fromUpstream, batched) // held until the flush is done
+	for {
 		if err = p.deliver(frame, w); err != nil {
 			break
 		}
@@ -81,6 +79,8 @@ func (p *pair) relayResponses(r netpoll.Reader) error {
 		if frame, err = r.Next(n); err != nil {
 			break
 		}
+		batched += len(frame)
+		p.pin(fromUpstream, batched)
 	}
 	p.s.m.batch[batchResponses][inPool].Inc()
 	if err == nil {

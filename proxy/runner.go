@@ -41,6 +41,7 @@ func runTask(ctx context.Context, f func()) {
 			// lets go of upMu when done; started only now, so nothing
 			// on the poller touches what upMu guards after it.
 			p.upHanded = false
+			p.holding.handed[fromClient].Store(int64(p.upstream.Writer().MallocLen()))
 			go p.finishSend(p.upstream.Writer(), toUpstream, &p.upMu, "client", func(err error) error { return errUpstreamWrite{err} })
 		} else {
 			p.upMu.Unlock()
@@ -54,6 +55,7 @@ func runTask(ctx context.Context, f func()) {
 		p.inUpstream = false
 		if p.clientHanded {
 			p.clientHanded = false // as above, for wmu
+			p.holding.handed[fromUpstream].Store(int64(p.client.Writer().MallocLen()))
 			go p.finishSend(p.client.Writer(), toClient, &p.wmu, "upstream", func(err error) error { return errClientWrite{err} })
 		} else {
 			p.wmu.Unlock()
@@ -78,7 +80,7 @@ func (p *pair) clientInline() bool {
 	if p.table.Sasl() {
 		return false // frames may have to wait for the broker's answer
 	}
-	k, largest, keys, ok := wholeFrames(p.client.Reader(), p.s.framing.MaxRequestBytes)
+	k, largest, keys, ok := wholeFrames(p.client.Reader(), p.s.framing.MaxRequestBytes, true)
 	if !ok || keys.handshake || p.table.Len()+k > p.s.table.MaxInFlight {
 		return false // a SaslHandshake v0 would hold the frames behind it
 	}
@@ -107,7 +109,7 @@ func (p *pair) upstreamInline() bool {
 	if !p.s.inline || p.cli == nil || !p.upReady.Load() || p.failing.Load() {
 		return false
 	}
-	if _, _, _, ok := wholeFrames(p.upstream.Reader(), p.s.framing.MaxResponseBytes); !ok || !p.upstreamTask.TryLock() {
+	if _, _, _, ok := wholeFrames(p.upstream.Reader(), p.s.framing.MaxResponseBytes, false); !ok || !p.upstreamTask.TryLock() {
 		return false
 	}
 	if p.closed.Load() || !p.wmu.TryLock() {
@@ -122,9 +124,9 @@ func (p *pair) upstreamInline() bool {
 // than inlineMaxBytes. Only the poller adds input, and it is the caller,
 // so the answer holds for the task it is about to run. For requests, keys
 // says which of the API keys the runner cares about are among them, read
-// from where a request keeps its api key (it means nothing for responses,
-// which have their correlation id there).
-func wholeFrames(r netpoll.Reader, limit int) (k, largest int, keys frameKeys, ok bool) {
+// from where a request keeps its api key; for responses, which have their
+// correlation id there, it is left empty.
+func wholeFrames(r netpoll.Reader, limit int, requests bool) (k, largest int, keys frameKeys, ok bool) {
 	n := r.Len()
 	if n < 4 || n > inlineMaxBytes {
 		return 0, 0, frameKeys{}, false
@@ -138,7 +140,7 @@ func wholeFrames(r netpoll.Reader, limit int) (k, largest int, keys frameKeys, o
 		if size < 0 || int(size) > limit || int(size) > len(b)-4 {
 			return 0, 0, frameKeys{}, false // partial or over the limit: the pool path reports it
 		}
-		if size >= 2 {
+		if requests && size >= 2 {
 			switch int16(binary.BigEndian.Uint16(b[4:])) {
 			case framing.KeySaslHandshake:
 				keys.handshake = true

@@ -74,7 +74,7 @@ func New(cfg Config, fr framing.Config, tc correlate.Config, log zerolog.Logger,
 		return nil, fmt.Errorf("max_buffered_bytes %d must hold one maximum-size frame (%d)", cfg.MaxBufferedBytes, frame)
 	}
 	if cfg.MaxBufferedBytes == 0 {
-		n, from := DefaultMaxBufferedBytes(os.DirFS("/"))
+		n, from := defaultMaxBufferedBytes(os.DirFS("/"))
 		cfg.MaxBufferedBytes = max(n, frame)
 		log.Info().Int("max_buffered_bytes", cfg.MaxBufferedBytes).Str("from", from).Msg("process-wide buffer budget")
 	}
@@ -82,6 +82,7 @@ func New(cfg Config, fr framing.Config, tc correlate.Config, log zerolog.Logger,
 		pairs: make(map[*pair]struct{}), idle: make(chan struct{}), stop: make(chan struct{}),
 		waitKick: make(chan struct{}, 1)}
 	s.budget.max = int64(cfg.MaxBufferedBytes)
+	m.budgetUsed.Store(&s.budget.used)
 	loop, err := netpoll.NewEventLoop(s.onRequest, netpoll.WithOnConnect(s.onConnect))
 	if err != nil {
 		return nil, err

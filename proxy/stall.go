@@ -5,7 +5,9 @@ import (
 	"time"
 )
 
-// Sides a flush writes to: indexes of pair.flushes and pair.stalls.
+// Sides a flush writes to: indexes of pair.flushes and pair.stalls. They
+// number the sockets as fromClient and fromUpstream do (budget.go), but a
+// batch written to side to was read from side 1-to.
 const (
 	toClient, toUpstream = 0, 1
 )
@@ -30,9 +32,10 @@ type stallWatch struct {
 // steadily is never cut off; one that stops reading is, write_timeout
 // after its buffers filled. One that takes a segment every write_timeout
 // keeps its batch (up to a maximum-size frame) that long, but the batch is
-// charged to max_buffered_bytes meanwhile (holding.pinned), so together
-// such readers hold no more than the budget, and the largest is closed
-// first. Called by the sweep under waitMu.
+// charged to max_buffered_bytes meanwhile (holding.pinned, or
+// holding.handed for what a send on the poller left), so together such
+// readers hold no more than the budget, and the largest is closed first.
+// Called by the sweep under waitMu.
 func (p *pair) stalled(to int, now time.Time) bool {
 	seq := p.flushes[to].Load()
 	w := &p.stalls[to]
