@@ -66,6 +66,9 @@ func startTracedProxy(t testing.TB, upstream string, tr *tracing.Tracer, opts ..
 		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 		defer cancel()
 		srv.Drain(ctx)
+		if t.Failed() { // a flake on a loaded machine is found from this
+			t.Logf("kproxy's log:\n%s", logs)
+		}
 	})
 	return &testEnv{srv: srv, addr: srv.Addr().String(), m: m, reg: reg, logs: logs}
 }
