@@ -3,7 +3,7 @@
 # Needs go, socat and haproxy (Debian: apt-get install socat haproxy).
 # Everything listens on 127.0.0.1: the fixed ports are below the ephemeral
 # range, and the kproxies compare starts take free ports. Everything
-# started here is stopped on exit. Takes about 6 minutes.
+# started here is stopped on exit. Takes about 7 minutes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
