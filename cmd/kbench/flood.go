@@ -89,10 +89,8 @@ func floodCmd(args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if cfg.Addr == "" || cfg.PID <= 0 {
-		err := fmt.Errorf("--addr and --pid are required")
-		fmt.Fprintln(fs.Output(), err)
-		return usageError{err}
+	if err := needAddrPID(fs, cfg.Addr, cfg.PID); err != nil {
+		return err
 	}
 	res, err := runFlood(cfg)
 	acks := "acks=1"

@@ -191,10 +191,8 @@ func hostileCmd(args []string) error {
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if cfg.Addr == "" || cfg.PID <= 0 {
-		err := fmt.Errorf("--addr and --pid are required")
-		fmt.Fprintln(fs.Output(), err)
-		return usageError{err}
+	if err := needAddrPID(fs, cfg.Addr, cfg.PID); err != nil {
+		return err
 	}
 	fmt.Printf("kbench hostile: %s, victims %d x %d x %d B for %v per phase; bomb %d x %d batches x %s at %g/s; oversize %d x %d partitions at %g/s; hog %d x %s of %s\n",
 		cfg.Addr, cfg.Victim.Conns, cfg.Victim.Depth, cfg.Victim.Size, cfg.Duration,

@@ -93,6 +93,17 @@ func parse(fs *flag.FlagSet, args []string) error {
 	return nil
 }
 
+// needAddrPID is the usage error of a command that measures a process
+// (flood, hostile) when it lacks the address or the process id.
+func needAddrPID(fs *flag.FlagSet, addr string, pid int) error {
+	if addr != "" && pid > 0 {
+		return nil
+	}
+	err := fmt.Errorf("--addr and --pid are required")
+	fmt.Fprintln(fs.Output(), err)
+	return usageError{err}
+}
+
 // waitForStop blocks until SIGINT or SIGTERM, for the commands that serve
 // until stopped (broker, stall, sink).
 func waitForStop() {
