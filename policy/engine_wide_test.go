@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kproxy/kproxy/framing"
+	"github.com/kproxy/kproxy/internal/topicplant"
 )
 
 // opaque is a request of key/version as a client newer than kproxy would
@@ -56,23 +57,6 @@ func TestRuleSelectsUnknownAPIs(t *testing.T) {
 	}
 }
 
-func aclFilter(typ kmsg.ACLResourceType, name *string, pattern kmsg.ACLResourcePatternType) *kmsg.DeleteACLsRequest {
-	r := versioned(kmsg.NewPtrDeleteACLsRequest(), 3)
-	f := kmsg.NewDeleteACLsRequestFilter()
-	f.ResourceType, f.ResourceName, f.ResourcePatternType = typ, name, pattern
-	r.Filters = append(r.Filters, f)
-	return r
-}
-
-func aclCreate(typ kmsg.ACLResourceType, name string, pattern kmsg.ACLResourcePatternType) *kmsg.CreateACLsRequest {
-	r := versioned(kmsg.NewPtrCreateACLsRequest(), 3)
-	c := kmsg.NewCreateACLsRequestCreation()
-	c.ResourceType, c.ResourceName, c.ResourcePatternType = typ, name, pattern
-	c.Principal, c.Host, c.Operation, c.PermissionType = "User:x", "*", kmsg.ACLOperationAll, kmsg.ACLPermissionTypeAllow
-	r.Creations = append(r.Creations, c)
-	return r
-}
-
 func strp(s string) *string { return &s }
 
 // Requests about many topics at once (ACL filters and patterns that can
@@ -96,14 +80,14 @@ func TestTopicRuleWideRequests(t *testing.T) {
 		want Outcome
 		code int16
 	}{
-		{"DeleteAcls ANY secret", aclFilter(any, strp("secret"), literal), Reject, codeTopicAuthorization},
-		{"DeleteAcls TOPIC null", aclFilter(topic, nil, literal), Reject, codeClusterAuthorization},
-		{"DeleteAcls TOPIC orders MATCH", aclFilter(topic, strp("orders"), match), Reject, codeClusterAuthorization},
-		{"DeleteAcls ANY ANY", aclFilter(any, nil, anyPattern), Reject, codeClusterAuthorization},
-		{"DeleteAcls TOPIC orders", aclFilter(topic, strp("orders"), literal), Pass, 0},
-		{"CreateAcls TOPIC *", aclCreate(topic, "*", literal), Reject, codeClusterAuthorization},
-		{"CreateAcls TOPIC sec PREFIXED", aclCreate(topic, "sec", prefix), Reject, codeClusterAuthorization},
-		{"CreateAcls TOPIC orders", aclCreate(topic, "orders", literal), Pass, 0},
+		{"DeleteAcls ANY secret", topicplant.ACLFilter(any, strp("secret"), literal), Reject, codeTopicAuthorization},
+		{"DeleteAcls TOPIC null", topicplant.ACLFilter(topic, nil, literal), Reject, codeClusterAuthorization},
+		{"DeleteAcls TOPIC orders MATCH", topicplant.ACLFilter(topic, strp("orders"), match), Reject, codeClusterAuthorization},
+		{"DeleteAcls ANY ANY", topicplant.ACLFilter(any, nil, anyPattern), Reject, codeClusterAuthorization},
+		{"DeleteAcls TOPIC orders", topicplant.ACLFilter(topic, strp("orders"), literal), Pass, 0},
+		{"CreateAcls TOPIC *", topicplant.ACLBinding(topic, "*", literal), Reject, codeClusterAuthorization},
+		{"CreateAcls TOPIC sec PREFIXED", topicplant.ACLBinding(topic, "sec", prefix), Reject, codeClusterAuthorization},
+		{"CreateAcls TOPIC orders", topicplant.ACLBinding(topic, "orders", literal), Pass, 0},
 		{"DescribeAcls ANY null", describeAll, Reject, codeClusterAuthorization},
 		{"ElectLeaders all", electAll, Reject, codeClusterAuthorization},
 		{"ElectLeaders orders", electOrders, Pass, 0},

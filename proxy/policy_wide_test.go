@@ -12,29 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kproxy/kproxy/framing"
+	"github.com/kproxy/kproxy/internal/topicplant"
 )
-
-// aclBinding is a CreateAcls v3 allowing User:x everything on one
-// resource.
-func aclBinding(typ kmsg.ACLResourceType, name string, pattern kmsg.ACLResourcePatternType) *kmsg.CreateACLsRequest {
-	r := versioned(kmsg.NewPtrCreateACLsRequest(), 3)
-	c := kmsg.NewCreateACLsRequestCreation()
-	c.ResourceType, c.ResourceName, c.ResourcePatternType = typ, name, pattern
-	c.Principal, c.Host, c.Operation, c.PermissionType = "User:x", "*", kmsg.ACLOperationAll, kmsg.ACLPermissionTypeAllow
-	r.Creations = append(r.Creations, c)
-	return r
-}
-
-// aclDelete is a DeleteAcls v3 of one filter (any principal, operation
-// and permission).
-func aclDelete(typ kmsg.ACLResourceType, name *string, pattern kmsg.ACLResourcePatternType) *kmsg.DeleteACLsRequest {
-	r := versioned(kmsg.NewPtrDeleteACLsRequest(), 3)
-	f := kmsg.NewDeleteACLsRequestFilter()
-	f.ResourceType, f.ResourceName, f.ResourcePatternType = typ, name, pattern
-	f.Operation, f.PermissionType = kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
-	r.Filters = append(r.Filters, f)
-	return r
-}
 
 // aclNames are the topic ACL resources the broker holds, read through c.
 func aclNames(t *testing.T, c net.Conn, corr int32) []string {
@@ -68,7 +47,7 @@ func TestPolicyTopicRuleWideRequests(t *testing.T) {
 		topicAuthorization   = 29
 		clusterAuthorization = 31
 	)
-	if got := framing.FirstError(ask(t, c, aclBinding(topic, "secret", literal), corr)); got != 0 {
+	if got := framing.FirstError(ask(t, c, topicplant.ACLBinding(topic, "secret", literal), corr)); got != 0 {
 		t.Fatalf("seeding the ACL on secret: error %d", got)
 	}
 	ps := applyPolicies(t, env, noSecret)
@@ -77,12 +56,12 @@ func TestPolicyTopicRuleWideRequests(t *testing.T) {
 		req  kmsg.Request
 		want int16
 	}{
-		{aclDelete(any, &secret, literal), topicAuthorization}, // names secret
-		{aclDelete(topic, nil, literal), clusterAuthorization},
-		{aclDelete(topic, nil, anyPattern), clusterAuthorization},
-		{aclDelete(topic, &secret, match), clusterAuthorization},
-		{aclBinding(topic, "*", literal), clusterAuthorization},
-		{aclBinding(topic, "sec", prefixed), clusterAuthorization},
+		{topicplant.ACLFilter(any, &secret, literal), topicAuthorization}, // names secret
+		{topicplant.ACLFilter(topic, nil, literal), clusterAuthorization},
+		{topicplant.ACLFilter(topic, nil, anyPattern), clusterAuthorization},
+		{topicplant.ACLFilter(topic, &secret, match), clusterAuthorization},
+		{topicplant.ACLBinding(topic, "*", literal), clusterAuthorization},
+		{topicplant.ACLBinding(topic, "sec", prefixed), clusterAuthorization},
 		{versioned(kmsg.NewPtrElectLeadersRequest(), 2), clusterAuthorization}, // null topics: every partition
 	} {
 		corr++
@@ -91,7 +70,7 @@ func TestPolicyTopicRuleWideRequests(t *testing.T) {
 		}
 	}
 	corr++
-	if got := framing.FirstError(ask(t, c, aclBinding(topic, "public", literal), corr)); got != 0 {
+	if got := framing.FirstError(ask(t, c, topicplant.ACLBinding(topic, "public", literal), corr)); got != 0 {
 		t.Errorf("CreateAcls on public: error %d, want it to reach the broker", got)
 	}
 	ps.reload(t, env)
