@@ -8,6 +8,7 @@ import (
 
 	"github.com/kproxy/kproxy/correlate"
 	"github.com/kproxy/kproxy/framing"
+	"github.com/kproxy/kproxy/relay"
 )
 
 // closeOnError closes the pair for an error met while relaying from side
@@ -22,8 +23,8 @@ func (p *pair) closeOnError(side string, err error) {
 	var mismatch *correlate.MismatchError
 	var cw errClientWrite
 	var uw errUpstreamWrite
-	var pc errPolicyClose
-	var unreadable errSaslUnreadable
+	var pc relay.PolicyCloseError
+	var unreadable relay.SaslUnreadableError
 	m := p.s.m
 	var count prometheus.Counter // counted once the pair is closed by this call
 	reason := side + " error"
@@ -44,11 +45,11 @@ func (p *pair) closeOnError(side string, err error) {
 		reason = "policy: " + pc.Error()
 		if p.close(reason, err) {
 			if eng := p.s.policies.Load(); eng != nil {
-				eng.Closed(pc.v.Rule)
+				eng.Closed(pc.Verdict.Rule)
 			}
 		}
 		return
-	case errors.Is(err, errOverflow):
+	case errors.Is(err, relay.ErrOverflow):
 		count, reason = m.overflow.WithLabelValues(side), side+" sent more than max_unread_bytes ahead"
 	case errors.Is(err, errOverBudget):
 		count, reason = m.overBudget.WithLabelValues(side), side+" input over max_buffered_bytes"

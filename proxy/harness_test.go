@@ -99,7 +99,7 @@ func startTracedKfake(t testing.TB, kopts []kfake.Opt, tr *tracing.Tracer, opts 
 
 // requests is the number of requests kproxy read for an API name.
 func (e *testEnv) requests(api string) float64 {
-	return testutil.ToFloat64(e.m.requests.WithLabelValues(api))
+	return testutil.ToFloat64(e.m.relay.Requests.WithLabelValues(api))
 }
 
 // waitFor polls cond until it holds or d passes.

@@ -11,8 +11,7 @@ import (
 	"github.com/cloudwego/netpoll"
 	"github.com/rs/zerolog"
 
-	"github.com/kproxy/kproxy/correlate"
-	"github.com/kproxy/kproxy/policy"
+	"github.com/kproxy/kproxy/relay"
 	"github.com/kproxy/kproxy/tracing"
 )
 
@@ -25,13 +24,15 @@ type pair struct {
 	log      zerolog.Logger
 	client   netpoll.Connection
 	upstream netpoll.Connection
-	table    *correlate.Table
-	wmu      sync.Mutex // serializes writes to the client
-	opened   time.Time
-	peer     *tracing.Peer // nil when tracing is off
-	// ending holds the traced responses of the batch being written; their
-	// spans end once the batch is flushed. Used under wmu.
-	ending []ending
+	// sess is the Kafka half of the pair: the relay rules, the InFlight
+	// table, the policy state, the spans and counters.
+	sess   *relay.Session
+	wmu    sync.Mutex // serializes writes to the client
+	opened time.Time
+	// upBatch and cliBatch are the frames of the batch being relayed in
+	// the goroutine pool, upstream (owned by the client handler) and to
+	// the client (under wmu); a batch on the poller uses its rawConn's.
+	upBatch, cliBatch relay.Batch
 	// upMu is held by whoever writes upstream: the client handler, or a
 	// goroutine finishing a raw send it handed over.
 	upMu sync.Mutex
@@ -47,17 +48,6 @@ type pair struct {
 	clientTask, upstreamTask sync.Mutex
 	inClient, inUpstream     bool
 	upHanded, clientHanded   bool
-
-	// Owned by the client handler: the policy state of this connection,
-	// the client id as a string (a client keeps one), and the time until
-	// which a throttle mutes the client (unix nanoseconds).
-	conn       policy.ConnState
-	clientID   string
-	mutedUntil int64
-	batchRules *policy.Engine // the rules an inline batch was admitted with
-	in         tally          // the requests of the batch being relayed
-
-	out tally // the responses of the batch being written; used under wmu
 
 	draining atomic.Bool
 	closed   atomic.Bool
@@ -88,9 +78,6 @@ type pair struct {
 
 	// holding is what the pair has charged to Server.budget.
 	holding holding
-
-	requests, responses atomic.Int64
-	bytesIn, bytesOut   atomic.Int64
 }
 
 // Close reasons, as logged.
@@ -120,12 +107,13 @@ func (s *Server) onConnect(ctx context.Context, client netpoll.Connection) conte
 		log.Error().Err(err).Str("upstream", s.cfg.Upstream).Msg("upstream dial failed; client connection reset")
 		return ctx
 	}
-	p := &pair{s: s, client: client, upstream: up, table: correlate.New(s.table.MaxInFlight),
-		opened: time.Now(), done: make(chan struct{}), out: tally{responses: true}}
+	p := &pair{s: s, client: client, upstream: up, opened: time.Now(), done: make(chan struct{})}
 	p.log = log.With().Str("upstream", up.LocalAddr().String()+">"+s.cfg.Upstream).Logger()
+	var peer *tracing.Peer
 	if s.tracer.On() {
-		p.peer = tracing.NewPeer(client.RemoteAddr().String(), s.cfg.Upstream, s.topics)
+		peer = tracing.NewPeer(client.RemoteAddr().String(), s.cfg.Upstream, s.topics)
 	}
+	p.sess = relay.New(s.env, p, p.log, peer)
 	if why := s.add(p); why != "" {
 		s.unreserve()
 		refuse(client)
@@ -175,7 +163,7 @@ func (s *Server) onRequest(ctx context.Context, c netpoll.Connection) error {
 // reaches the broker to have its response dropped by the close.
 func (p *pair) drain() {
 	p.draining.Store(true)
-	if p.table.Drain() {
+	if p.sess.Drain() {
 		go p.closeIfDrained() // may wait for a response batch being written
 	}
 }
@@ -189,7 +177,7 @@ func (p *pair) closeIfDrained() {
 		return
 	}
 	p.wmu.Lock()
-	drained := p.table.Drained()
+	drained := p.sess.Drained()
 	p.wmu.Unlock()
 	if drained {
 		p.close(reasonDrained, nil)
@@ -209,12 +197,7 @@ func (p *pair) close(reason string, err error) bool {
 	p.upstreamTask.Unlock()
 	p.clientTask.Unlock()
 	p.releaseHeld()
-	left := p.table.Close()
-	for _, e := range left {
-		p.s.tracer.Fail(e.Span, "kproxy.connection_closed")
-	}
-	p.s.m.inFlight.Sub(float64(len(left)))
-	p.s.m.failed.Add(float64(len(left)))
+	failed := p.sess.Close()
 	p.s.m.open.Dec()
 	p.s.remove(p)
 	close(p.done)
@@ -222,13 +205,14 @@ func (p *pair) close(reason string, err error) bool {
 	if err != nil {
 		ev = p.log.Warn().Err(err)
 	}
+	st := p.sess.Stats()
 	ev.Str("reason", reason).
 		Dur("duration_ms", time.Since(p.opened)).
-		Int64("requests", p.requests.Load()).
-		Int64("responses", p.responses.Load()).
-		Int64("bytes_in", p.bytesIn.Load()).
-		Int64("bytes_out", p.bytesOut.Load()).
-		Int("failed_in_flight", len(left)).
+		Int64("requests", st.Requests).
+		Int64("responses", st.Responses).
+		Int64("bytes_in", st.BytesIn).
+		Int64("bytes_out", st.BytesOut).
+		Int("failed_in_flight", failed).
 		Msg("connection closed")
 	return true
 }
@@ -243,7 +227,7 @@ func (p *pair) recoverPanic(side string, c netpoll.Connection) {
 		case side == "client" && p.inClient:
 			p.abandonPanic(c, p.up)
 		case side == "upstream" && p.inUpstream:
-			p.failEnding()
+			p.sess.EndSpans(false)
 			p.abandonPanic(c, p.cli)
 		default:
 			p.close("panic", errors.New("relay panicked"))
@@ -255,8 +239,7 @@ func (p *pair) recoverPanic(side string, c netpoll.Connection) {
 // slices point into the input about to be released.
 func (p *pair) abandonPanic(c netpoll.Connection, out *rawConn) {
 	p.failing.Store(true)
-	clear(out.iov)
-	out.iov = out.iov[:0]
+	out.iov.Reset()
 	dropInput(c.Reader())
 	go p.close("panic", errors.New("relay panicked"))
 }

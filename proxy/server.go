@@ -16,6 +16,7 @@ import (
 	"github.com/kproxy/kproxy/correlate"
 	"github.com/kproxy/kproxy/framing"
 	"github.com/kproxy/kproxy/policy"
+	"github.com/kproxy/kproxy/relay"
 	"github.com/kproxy/kproxy/tracing"
 )
 
@@ -28,6 +29,8 @@ type Server struct {
 	m       *Metrics
 	tracer  *tracing.Tracer
 	topics  *framing.TopicIDs // learnt from Metadata when something reads topics
+	// env is what the pairs' sessions share.
+	env *relay.Env
 	// inline lets runTask relay batches on the poller; a linger keeps
 	// a goroutine per busy connection instead.
 	inline bool
@@ -81,6 +84,8 @@ func New(cfg Config, fr framing.Config, tc correlate.Config, log zerolog.Logger,
 	s := &Server{cfg: cfg, framing: fr, table: tc, log: log, m: m, tracer: tracer, topics: framing.NewTopicIDs(), inline: cfg.Linger == 0,
 		pairs: make(map[*pair]struct{}), idle: make(chan struct{}), stop: make(chan struct{}),
 		waitKick: make(chan struct{}, 1)}
+	s.env = &relay.Env{Framing: fr, Table: tc, Metrics: m.relay, Tracer: tracer, Topics: s.topics,
+		Policies: &s.policies, Listener: cfg.Listen, MaxUnread: cfg.MaxUnreadBytes}
 	s.budget.max = int64(cfg.MaxBufferedBytes)
 	m.budgetUsed.Store(&s.budget.used)
 	loop, err := netpoll.NewEventLoop(s.onRequest, netpoll.WithOnConnect(s.onConnect))
@@ -94,10 +99,6 @@ func New(cfg Config, fr framing.Config, tc correlate.Config, log zerolog.Logger,
 // SetPolicies puts a new rule set in force; live connections apply it from
 // their next request on.
 func (s *Server) SetPolicies(e *policy.Engine) { s.policies.Store(e) }
-
-// readsTopics reports whether anything needs topic names: the tracer, or a
-// rule set.
-func (s *Server) readsTopics() bool { return s.tracer.On() || !s.policies.Load().Empty() }
 
 // Listen binds the client port.
 func (s *Server) Listen() error {

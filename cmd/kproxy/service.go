@@ -38,6 +38,9 @@ type service struct {
 // start binds the client and admin ports and starts serving. spans, when
 // not nil, receives every span instead of the tracing section's exporter.
 func start(cfg config.File, spans sdktrace.SpanExporter) (*service, error) {
+	if err := proxy.ConfigureNetpoll(); err != nil {
+		return nil, err
+	}
 	log := logging.New(cfg.Log, os.Stderr)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
