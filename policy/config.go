@@ -48,6 +48,14 @@ type Selector struct {
 	ExceptTopics []string `yaml:"except_topics"`
 	// Listener is the proxy.listen address the request arrived on.
 	Listener string `yaml:"listener"`
+	// Principal is a glob over the identities of the connection's
+	// verified TLS client certificate (tls.listener with client_ca_file):
+	// its URI SANs, such as SPIFFE IDs, and its subject CN. It matches
+	// when any of them matches ("spiffe://cluster.local/ns/payments/*"),
+	// and never on a connection with no identity (plaintext, or no client
+	// certificate): a rule keyed on who the client is fails closed for a
+	// client that did not say.
+	Principal string `yaml:"principal"`
 }
 
 // Limits make a rule act only on requests over them.
@@ -107,6 +115,9 @@ func (c Config) Validate() error {
 		}
 		if err := checkGlob(r.Match.ClientID); err != nil {
 			return fielderr.New(at+"match.client_id", "bad glob: "+err.Error())
+		}
+		if err := checkGlob(r.Match.Principal); err != nil {
+			return fielderr.New(at+"match.principal", "bad glob: "+err.Error())
 		}
 		for j, api := range r.Match.APIs {
 			if _, ok := framing.KeyForName(api); !ok {
