@@ -116,12 +116,27 @@ func (l *logBuf) Write(p []byte) (int, error) {
 	return l.buf.Write(p)
 }
 
+// lines are the lines logged at level warn or above (the start-up and
+// reload info lines left out).
 func (l *logBuf) lines() []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var out []string
 	for _, s := range bytes.Split(bytes.TrimSpace(l.buf.Bytes()), []byte("\n")) {
-		if len(s) > 0 {
+		if len(s) > 0 && !bytes.Contains(s, []byte(`"level":"info"`)) {
+			out = append(out, string(s))
+		}
+	}
+	return out
+}
+
+// infos are the info lines logged.
+func (l *logBuf) infos() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for _, s := range bytes.Split(bytes.TrimSpace(l.buf.Bytes()), []byte("\n")) {
+		if bytes.Contains(s, []byte(`"level":"info"`)) {
 			out = append(out, string(s))
 		}
 	}

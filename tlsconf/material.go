@@ -16,10 +16,19 @@ type pair struct {
 	notAfter time.Time // the earliest NotAfter of the chain
 }
 
+func (p *pair) String() string {
+	return "certificate " + describe(p.cert.Leaf) + " until " + p.notAfter.UTC().Format(time.RFC3339)
+}
+
 // ca is a loaded CA bundle.
 type ca struct {
 	pool     *x509.CertPool
+	n        int
 	notAfter time.Time // the earliest NotAfter of the bundle
+}
+
+func (c *ca) String() string {
+	return fmt.Sprintf("%d CA certificates, the first to expire at %s", c.n, c.notAfter.UTC().Format(time.RFC3339))
 }
 
 // fileError names the file a problem is in, and the field that names it,
@@ -107,7 +116,7 @@ func parseCA(field, file string, data []byte) (*ca, error) {
 	for _, c := range certs {
 		p.AddCert(c)
 	}
-	return &ca{pool: p, notAfter: earliest(certs)}, nil
+	return &ca{pool: p, n: len(certs), notAfter: earliest(certs)}, nil
 }
 
 // describe names a certificate for a log line.

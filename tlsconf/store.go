@@ -2,7 +2,6 @@ package tlsconf
 
 import (
 	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"net"
 	"sync"
@@ -56,28 +55,28 @@ func New(cfg Config, m *Metrics, log zerolog.Logger) (*Store, error) {
 	if l := cfg.Listener; l != nil {
 		s.sources = append(s.sources, &source{side: SideClient, field: "listener.cert_file",
 			files: []string{l.CertFile, l.KeyFile},
-			apply: func(d [][]byte, now time.Time) error {
+			apply: func(d [][]byte, now time.Time) (string, error) {
 				p, err := parsePair("listener.", l.CertFile, l.KeyFile, d[0], d[1], now)
 				if err != nil {
-					return err
+					return "", err
 				}
 				s.lpair = p
 				s.m.expiry(SideClient, l.CertFile, p.notAfter)
 				s.buildServer()
-				return nil
+				return p.String(), nil
 			}})
 		if l.ClientCAFile != "" {
 			s.sources = append(s.sources, &source{side: SideClient, field: "listener.client_ca_file",
 				files: []string{l.ClientCAFile},
-				apply: func(d [][]byte, _ time.Time) error {
+				apply: func(d [][]byte, _ time.Time) (string, error) {
 					c, err := parseCA("listener.client_ca_file", l.ClientCAFile, d[0])
 					if err != nil {
-						return err
+						return "", err
 					}
 					s.lca = c
 					s.m.expiry(SideClient, l.ClientCAFile, c.notAfter)
 					s.buildServer()
-					return nil
+					return c.String(), nil
 				}})
 		}
 	}
@@ -85,27 +84,27 @@ func New(cfg Config, m *Metrics, log zerolog.Logger) (*Store, error) {
 		if u.CAFile != "" {
 			s.sources = append(s.sources, &source{side: SideUpstream, field: "upstream.ca_file",
 				files: []string{u.CAFile},
-				apply: func(d [][]byte, _ time.Time) error {
+				apply: func(d [][]byte, _ time.Time) (string, error) {
 					c, err := parseCA("upstream.ca_file", u.CAFile, d[0])
 					if err != nil {
-						return err
+						return "", err
 					}
 					s.uca.Store(c)
 					s.m.expiry(SideUpstream, u.CAFile, c.notAfter)
-					return nil
+					return c.String(), nil
 				}})
 		}
 		if u.CertFile != "" {
 			s.sources = append(s.sources, &source{side: SideUpstream, field: "upstream.cert_file",
 				files: []string{u.CertFile, u.KeyFile},
-				apply: func(d [][]byte, now time.Time) error {
+				apply: func(d [][]byte, now time.Time) (string, error) {
 					p, err := parsePair("upstream.", u.CertFile, u.KeyFile, d[0], d[1], now)
 					if err != nil {
-						return err
+						return "", err
 					}
 					s.upair.Store(p)
 					s.m.expiry(SideUpstream, u.CertFile, p.notAfter)
-					return nil
+					return p.String(), nil
 				}})
 		}
 		if u.InsecureSkipVerify {
@@ -117,6 +116,7 @@ func New(cfg Config, m *Metrics, log zerolog.Logger) (*Store, error) {
 		if _, err := src.poll(now); err != nil {
 			return nil, err
 		}
+		log.Info().Str("field", "tls."+src.field).Strs("files", src.files).Str("in_force", src.inForce).Msg("TLS files loaded")
 	}
 	if len(s.sources) == 0 {
 		close(s.done)
@@ -170,7 +170,7 @@ func (s *Store) Reload() error {
 			continue
 		}
 		s.m.reload(src.side, "ok")
-		s.log.Info().Str("field", "tls."+src.field).Strs("files", src.files).Msg("TLS files reloaded")
+		s.log.Info().Str("field", "tls."+src.field).Strs("files", src.files).Str("in_force", src.inForce).Msg("TLS files reloaded")
 	}
 	return errors.Join(errs...)
 }
@@ -197,23 +197,10 @@ func (s *Store) buildServer() {
 		ClientAuth:   l.clientAuth(),
 	}
 	if s.lca != nil && c.ClientAuth != tls.NoClientCert {
-		pool := s.lca.pool
-		c.ClientCAs = pool
-		// A resumed session skips certificate verification, so one
-		// issued before the client CA changed would outlive it: check
-		// its chain against the CA in force.
-		c.VerifyConnection = func(cs tls.ConnectionState) error {
-			if !cs.DidResume || len(cs.PeerCertificates) == 0 {
-				return nil
-			}
-			opts := x509.VerifyOptions{Roots: pool, Intermediates: x509.NewCertPool(),
-				KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
-			for _, ic := range cs.PeerCertificates[1:] {
-				opts.Intermediates.AddCert(ic)
-			}
-			_, err := cs.PeerCertificates[0].Verify(opts)
-			return err
-		}
+		// crypto/tls checks a resumed session's chain against the
+		// ClientCAs in force too, so a CA rotated out is out for
+		// resumptions as well.
+		c.ClientCAs = s.lca.pool
 	}
 	s.server.Store(c)
 }

@@ -23,10 +23,13 @@ func TestRotationSwapsCertificate(t *testing.T) {
 	first, second := ca.Server(t), ca.Server(t)
 	dir := testcerts.NewSecretDir(t, testcerts.Files(first, nil))
 	m, _ := newMetrics()
-	_, log := newLog()
+	logs, log := newLog()
 	s := newStore(t, Config{Listener: listenerOn(dir)}, m, log)
 	addr, _ := serve(t, s.ServerConfig(), 10*time.Second)
 	client := &tls.Config{RootCAs: ca.Pool(), ServerName: "127.0.0.1"}
+	if l := logs.infos(); len(l) != 1 || !strings.Contains(l[0], first.Serial().Text(16)) {
+		t.Fatalf("start-up log %q, want one line naming the serial in force", l)
+	}
 
 	before, err := dial(t, addr, client)
 	if err != nil {
@@ -52,6 +55,9 @@ func TestRotationSwapsCertificate(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(m.reloads.WithLabelValues(SideClient, "ok")); got != 1 {
 		t.Fatalf("reloads ok = %v, want 1", got)
+	}
+	if l := logs.infos(); len(l) != 2 || !strings.Contains(l[1], "reloaded") || !strings.Contains(l[1], second.Serial().Text(16)) {
+		t.Fatalf("log %q, want a reload line naming the new serial", l)
 	}
 	if got, want := testutil.ToFloat64(m.expiryTS.WithLabelValues(SideClient, dir.Path("tls.crt"))), float64(second.Cert.NotAfter.Unix()); got != want {
 		t.Fatalf("expiry gauge = %v, want the new certificate's %v", got, want)
@@ -230,17 +236,27 @@ func TestClientCARotation(t *testing.T) {
 		return &tls.Config{RootCAs: oldCA.Pool(), ServerName: "localhost",
 			GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return &pair, nil }}
 	}
-	if _, err := dial(t, addr, client(oldCA)); err != nil {
-		t.Fatalf("old CA before rotation: %v", err)
+	// With a session cache, the second dial offers to resume the first
+	// session: that must not let the old certificate in either.
+	oldClient := client(oldCA)
+	oldClient.ClientSessionCache = tls.NewLRUClientSessionCache(4)
+	for i := 0; i < 2; i++ {
+		c, err := dial(t, addr, oldClient)
+		if err != nil {
+			t.Fatalf("old CA before rotation: %v", err)
+		}
+		if i == 1 && !c.ConnectionState().DidResume {
+			t.Fatal("the second connection did not resume: the test would not cover resumption")
+		}
+		next(t, got)
 	}
-	next(t, got)
 	files := testcerts.Files(oldCA.Server(t), nil)
 	files["ca.crt"] = newCA.CertPEM
 	dir.Update(t, files)
 	if err := s.Reload(); err != nil {
 		t.Fatalf("Reload: %v", err)
 	}
-	if _, err := dial(t, addr, client(oldCA)); err == nil {
+	if _, err := dial(t, addr, oldClient); err == nil {
 		t.Fatal("a certificate of the old client CA was accepted after rotation")
 	}
 	if a := next(t, got); ClassifyHandshakeError(a.err) != ResultUnknownCA {

@@ -23,8 +23,11 @@ type source struct {
 	field string   // the field naming files[0], for logs: "listener.cert_file"
 	files []string // what is watched
 	// apply parses the files' contents and, when they are good, installs
-	// them; it returns why they are not.
-	apply func(data [][]byte, now time.Time) error
+	// them and says what is now in force (for the log); else it returns
+	// why they are refused.
+	apply func(data [][]byte, now time.Time) (string, error)
+	// inForce is what apply said last.
+	inForce string
 
 	stamps []stamp
 	sum    [sha256.Size]byte
@@ -83,5 +86,9 @@ func (s *source) poll(now time.Time) (changed bool, err error) {
 		return false, nil // touched, not changed
 	}
 	s.sum, s.seen = sum, true
-	return true, s.apply(data, now)
+	what, err := s.apply(data, now)
+	if err == nil {
+		s.inForce = what
+	}
+	return true, err
 }
