@@ -56,6 +56,12 @@ type Selector struct {
 	// certificate): a rule keyed on who the client is fails closed for a
 	// client that did not say.
 	Principal string `yaml:"principal"`
+	// ExceptPrincipals turns principal around, for allow-lists by
+	// identity: the rule matches a connection none of whose identities
+	// any glob there matches, a connection with no identity included
+	// (it is in no list), so "only payments may delete topics" refuses
+	// anonymous clients too.
+	ExceptPrincipals []string `yaml:"except_principals"`
 }
 
 // Limits make a rule act only on requests over them.
@@ -132,7 +138,7 @@ func (c Config) Validate() error {
 		for _, list := range []struct {
 			name  string
 			globs []string
-		}{{"topics", r.Match.Topics}, {"except_topics", r.Match.ExceptTopics}} {
+		}{{"topics", r.Match.Topics}, {"except_topics", r.Match.ExceptTopics}, {"except_principals", r.Match.ExceptPrincipals}} {
 			for j, t := range list.globs {
 				if err := checkGlob(t); err != nil {
 					return fielderr.New(fmt.Sprintf("%smatch.%s.%d", at, list.name, j), "bad glob: "+err.Error())

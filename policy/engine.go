@@ -110,6 +110,7 @@ type rule struct {
 	exceptAPIs bool
 	clientID   glob
 	principal  glob
+	exceptPrin []glob
 	topics     []glob
 	except     []glob
 	m          ruleMetrics
@@ -159,6 +160,9 @@ func New(c Config, m *Metrics) *Engine {
 		}
 		cr.clientID = compileGlob(r.Match.ClientID)
 		cr.principal = compileGlob(r.Match.Principal)
+		for _, p := range r.Match.ExceptPrincipals {
+			cr.exceptPrin = append(cr.exceptPrin, compileGlob(p))
+		}
 		for _, t := range r.Match.Topics {
 			cr.topics = append(cr.topics, compileGlob(t))
 		}
@@ -344,6 +348,9 @@ func (ru *rule) selects(r *Request, body *framing.Body) bool {
 	if ru.Match.Principal != "" && !ru.matchPrincipal(r.Conn) {
 		return false
 	}
+	if len(ru.exceptPrin) > 0 && ru.exceptsPrincipal(r.Conn) {
+		return false
+	}
 	if len(ru.topics) > 0 || len(ru.except) > 0 {
 		return ru.matchTopics(r, body) != noTopic
 	}
@@ -359,6 +366,22 @@ func (ru *rule) matchPrincipal(c *ConnState) bool {
 	for _, p := range c.Principals {
 		if ru.principal.match(p) {
 			return true
+		}
+	}
+	return false
+}
+
+// exceptsPrincipal reports whether an identity of the connection is in
+// the rule's except_principals; a connection without one is in no list.
+func (ru *rule) exceptsPrincipal(c *ConnState) bool {
+	if c == nil {
+		return false
+	}
+	for _, p := range c.Principals {
+		for _, g := range ru.exceptPrin {
+			if g.match(p) {
+				return true
+			}
 		}
 	}
 	return false

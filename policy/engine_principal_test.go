@@ -94,3 +94,39 @@ func TestPrincipalBadGlob(t *testing.T) {
 		t.Fatalf("Validate = %v, want a field error on rules.0.match.principal", err)
 	}
 }
+
+// except_principals makes an allow-list by identity: everyone else is
+// selected, anonymous connections included.
+func TestExceptPrincipals(t *testing.T) {
+	e, _ := newEngine(t, Rule{Name: "only-payments-deletes", Action: ActionReject,
+		Match: Selector{APIs: []string{"DeleteTopics"}, ExceptPrincipals: []string{"spiffe://cluster.local/ns/payments/*", "admin"}}})
+	del := kmsg.NewPtrDeleteTopicsRequest()
+	del.SetVersion(4)
+	del.TopicNames = []string{"orders"}
+	for _, tc := range []struct {
+		name       string
+		principals []string
+		want       Outcome
+	}{
+		{"listed URI SAN", []string{"spiffe://cluster.local/ns/payments/sa/api", "api"}, Pass},
+		{"listed CN", []string{"spiffe://cluster.local/ns/ops/sa/x", "admin"}, Pass},
+		{"not listed", []string{"spiffe://cluster.local/ns/orders/sa/api", "orders"}, Reject},
+		{"no identity", nil, Reject},
+	} {
+		d := request(t, del, "app")
+		d.r.Conn.Principals = tc.principals
+		if v := d.check(e, t0); v.Outcome != tc.want {
+			t.Errorf("%s: %+v, want outcome %d", tc.name, v, tc.want)
+		}
+	}
+	c := request(t, del, "app")
+	c.r.Conn = nil
+	if v := c.check(e, t0); v.Outcome != Reject {
+		t.Errorf("no connection state: %+v, want Reject", v)
+	}
+	bad := Config{Rules: []Rule{{Name: "x", Action: ActionReject, Match: Selector{ExceptPrincipals: []string{"ok", "["}}}}}
+	var fe *fielderr.Error
+	if err := bad.Validate(); !errors.As(err, &fe) || fe.Field != "rules.0.match.except_principals.1" {
+		t.Errorf("Validate = %v, want a field error on rules.0.match.except_principals.1", err)
+	}
+}
