@@ -40,6 +40,10 @@ func ClassifyHandshakeError(err error) string {
 	if err == nil {
 		return ResultOK
 	}
+	var he *HandshakeError
+	if errors.As(err, &he) {
+		return he.Result
+	}
 	var (
 		rh    tls.RecordHeaderError
 		alert tls.AlertError

@@ -3,6 +3,7 @@ package tlsconf
 import (
 	"crypto/tls"
 	"errors"
+	"io"
 	"net"
 	"strings"
 	"testing"
@@ -43,7 +44,7 @@ func TestClassifyRealHandshakes(t *testing.T) {
 				return err
 			}
 			defer c.Close()
-			return echo(c, "x") // TLS 1.3 reports a refused client certificate here
+			return greeted(c) // TLS 1.3 reports a refused client certificate here
 		}
 	}
 
@@ -122,7 +123,14 @@ func TestClassifyRealHandshakes(t *testing.T) {
 			go func() {
 				c, err := ln.Accept()
 				if err == nil {
-					c.Write(kafkaAPIVersions) // any non-TLS answer
+					// Read the ClientHello, answer in plaintext (as a
+					// Kafka broker's response would start), and close
+					// only after the client has: a close with unread
+					// input would reset the connection and race the
+					// answer.
+					c.Read(make([]byte, 512))
+					c.Write(kafkaAPIVersions)
+					io.Copy(io.Discard, c)
 					c.Close()
 				}
 			}()
@@ -178,5 +186,34 @@ func TestHandshakeCountsAndDescribes(t *testing.T) {
 	var nilM *Metrics
 	if err := nilM.Handshake(SideClient, errors.New("boom")); err == nil {
 		t.Fatal("a nil *Metrics lost the error")
+	}
+}
+
+// HandshakeConn bounds a handshake that never completes and counts it.
+func TestHandshakeConnTimeout(t *testing.T) {
+	ca := testcerts.NewCA(t, "ca")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	silent, err := net.Dial("tcp", ln.Addr().String()) // connects, never says hello
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	c, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	m, _ := newMetrics()
+	err = m.HandshakeConn(tls.Server(c, &tls.Config{Certificates: []tls.Certificate{ca.Server(t).TLS(t)}}), SideClient, 50*time.Millisecond)
+	var he *HandshakeError
+	if !errors.As(err, &he) || he.Result != ResultTimeout {
+		t.Fatalf("HandshakeConn = %v, want result timeout", err)
+	}
+	if n := testutil.ToFloat64(m.handshakes.WithLabelValues(SideClient, ResultTimeout)); n != 1 {
+		t.Fatalf("handshakes{client,timeout} = %v, want 1", n)
 	}
 }

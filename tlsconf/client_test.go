@@ -129,3 +129,13 @@ func TestIdentitiesNeedVerification(t *testing.T) {
 		t.Fatalf("server %v, identities %q; want none", a.err, Identities(a.state))
 	}
 }
+
+// A nil *Store is plaintext on both sides, so a driver needs no second
+// case.
+func TestNilStore(t *testing.T) {
+	var s *Store
+	if s.ServerConfig() != nil || s.ClientConfig("b:9092") != nil || s.Reload() != nil || s.Serial() != "" {
+		t.Fatal("a nil Store handed out TLS")
+	}
+	s.Close()
+}

@@ -1,6 +1,8 @@
 package tlsconf
 
 import (
+	"context"
+	"crypto/tls"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -71,4 +73,13 @@ func (m *Metrics) reload(side, result string) {
 	if m != nil {
 		m.reloads.WithLabelValues(side, result).Inc()
 	}
+}
+
+// HandshakeConn runs c's handshake bounded by timeout, counts its outcome
+// on side and returns the failure described (see Handshake). A handshake
+// still going at timeout fails with result timeout and closes c.
+func (m *Metrics) HandshakeConn(c *tls.Conn, side string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	return m.Handshake(side, c.HandshakeContext(ctx))
 }

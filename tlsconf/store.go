@@ -126,9 +126,16 @@ func New(cfg Config, m *Metrics, log zerolog.Logger) (*Store, error) {
 	return s, nil
 }
 
+// Config is the configuration the store was built from (for the
+// handshake timeouts).
+func (s *Store) Config() Config { return s.cfg }
+
 // Close stops watching the files. The configs handed out keep working
 // with the material last loaded.
 func (s *Store) Close() {
+	if s == nil {
+		return
+	}
 	s.once.Do(func() {
 		close(s.stop)
 		<-s.done
@@ -153,6 +160,9 @@ func (s *Store) watch() {
 // (cmd/kproxy may call it on SIGHUP), and applies what changed. It returns
 // the refusals, joined; each was logged and counted.
 func (s *Store) Reload() error {
+	if s == nil {
+		return nil
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var errs []error
@@ -207,13 +217,12 @@ func (s *Store) buildServer() {
 
 // ServerConfig is the config for the listener: every handshake takes the
 // certificate, client CA and client_auth in force when it starts. nil when
-// tls.listener is not set.
+// tls.listener is not set (or s is nil).
 func (s *Store) ServerConfig() *tls.Config {
-	l := s.cfg.Listener
-	if l == nil {
+	if s == nil || s.cfg.Listener == nil {
 		return nil
 	}
-	v, _ := tlsVersion(l.MinVersion)
+	v, _ := tlsVersion(s.cfg.Listener.MinVersion)
 	return &tls.Config{
 		MinVersion: v,
 		GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
@@ -225,12 +234,12 @@ func (s *Store) ServerConfig() *tls.Config {
 // ClientConfig is a config for one dial to the upstream at hostPort: the
 // CA and client certificate in force, and the server name to check and
 // send as SNI (upstream.server_name, else the host dialled). nil when
-// tls.upstream is not set. Call it for each dial.
+// tls.upstream is not set (or s is nil). Call it for each dial.
 func (s *Store) ClientConfig(hostPort string) *tls.Config {
-	u := s.cfg.Upstream
-	if u == nil {
+	if s == nil || s.cfg.Upstream == nil {
 		return nil
 	}
+	u := s.cfg.Upstream
 	name := u.ServerName
 	if name == "" {
 		name = hostPort
@@ -257,6 +266,9 @@ func (s *Store) ClientConfig(hostPort string) *tls.Config {
 // Serial is the serial number of the listener certificate in force, for a
 // log line after a reload, and tests.
 func (s *Store) Serial() string {
+	if s == nil {
+		return ""
+	}
 	if c := s.server.Load(); c != nil {
 		return c.Certificates[0].Leaf.SerialNumber.Text(16)
 	}

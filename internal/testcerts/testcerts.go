@@ -42,15 +42,19 @@ type Cert struct {
 // Serial is the certificate's serial number.
 func (c *Cert) Serial() *big.Int { return c.Cert.SerialNumber }
 
-// TLS returns the pair as a tls.Certificate.
+// TLS returns the pair as a tls.Certificate, failing the test when the
+// key does not match.
 func (c *Cert) TLS(t testing.TB) tls.Certificate {
 	t.Helper()
-	pair, err := tls.X509KeyPair(c.CertPEM, c.KeyPEM)
+	pair, err := c.TLSPair()
 	if err != nil {
 		t.Fatalf("testcerts: pair: %v", err)
 	}
 	return pair
 }
+
+// TLSPair returns the pair as a tls.Certificate, or why it is not one.
+func (c *Cert) TLSPair() (tls.Certificate, error) { return tls.X509KeyPair(c.CertPEM, c.KeyPEM) }
 
 // Pool returns a pool holding only this certificate (for a CA).
 func (c *Cert) Pool() *x509.CertPool {
