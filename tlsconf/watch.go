@@ -1,0 +1,94 @@
+package tlsconf
+
+import (
+	"crypto/sha256"
+	"os"
+	"time"
+)
+
+// Files are watched by polling, not inotify. A Secret volume updates by
+// renaming a new ..data symlink over the old one; inotify on the file
+// paths sees nothing (the watched inodes are never written), so a watcher
+// has to watch the directory and re-resolve, and ConfigMaps, projected
+// volumes, bind mounts and editors that write in place each need their own
+// case. A stat of each file every reload_interval (os.Stat follows the
+// symlinks) sees all of them alike, costs nothing that matters for a few
+// files, and needs no new dependency. The content is read and hashed only
+// when a stat changed, and reloaded only when the hash did.
+
+// source is files loaded together: a certificate and its key, or a CA
+// bundle.
+type source struct {
+	side  string   // metric label: client or upstream
+	field string   // the field naming files[0], for logs: "listener.cert_file"
+	files []string // what is watched
+	// apply parses the files' contents and, when they are good, installs
+	// them and says what is now in force (for the log); else it returns
+	// why they are refused.
+	apply func(data [][]byte, now time.Time) (string, error)
+	// inForce is what apply said last.
+	inForce string
+
+	stamps []stamp
+	sum    [sha256.Size]byte
+	seen   bool // stamps and sum hold a poll's result
+}
+
+// stamp is what a stat said about a file.
+type stamp struct {
+	fi  os.FileInfo
+	err string
+}
+
+func (a stamp) same(b stamp) bool {
+	if a.fi == nil || b.fi == nil {
+		return a.fi == nil && b.fi == nil && a.err == b.err
+	}
+	return os.SameFile(a.fi, b.fi) && a.fi.Size() == b.fi.Size() && a.fi.ModTime().Equal(b.fi.ModTime())
+}
+
+// poll looks at the files and applies them when their content changed
+// since the last poll. changed says whether it tried; err is why the new
+// content was refused (the old stays in force).
+func (s *source) poll(now time.Time) (changed bool, err error) {
+	stamps := make([]stamp, len(s.files))
+	same := s.seen
+	for i, f := range s.files {
+		fi, err := os.Stat(f)
+		stamps[i] = stamp{fi: fi}
+		if err != nil {
+			stamps[i] = stamp{err: err.Error()}
+		}
+		same = same && stamps[i].same(s.stamps[i])
+	}
+	if same {
+		return false, nil
+	}
+	s.stamps = stamps
+	data := make([][]byte, len(s.files))
+	h := sha256.New()
+	var readErr error
+	for i, f := range s.files {
+		if data[i], err = os.ReadFile(f); err != nil && readErr == nil {
+			readErr = err
+		}
+		h.Write([]byte{byte(len(data[i]) >> 24), byte(len(data[i]) >> 16), byte(len(data[i]) >> 8), byte(len(data[i]))})
+		h.Write(data[i])
+	}
+	if readErr != nil {
+		// Counted once per change of what the stats say, not every poll.
+		s.seen = true
+		return true, &fileError{s.field, s.files[0], readErr}
+	}
+	var sum [sha256.Size]byte
+	h.Sum(sum[:0])
+	if s.seen && sum == s.sum {
+		return false, nil // touched, not changed
+	}
+	s.sum, s.seen = sum, true
+	what, err := s.apply(data, now)
+	if err == nil {
+		s.inForce = what
+	}
+	return true, err
+}
