@@ -14,7 +14,8 @@ import (
 // case. A stat of each file every reload_interval (os.Stat follows the
 // symlinks) sees all of them alike, costs nothing that matters for a few
 // files, and needs no new dependency. The content is read and hashed only
-// when a stat changed, and reloaded only when the hash did.
+// when a stat changed (or the file was modified in the last 2 s, see
+// settle), and reloaded only when the hash did.
 
 // source is files loaded together: a certificate and its key, or a CA
 // bundle.
