@@ -7,7 +7,8 @@
 //
 // A driver's use, in outline:
 //
-//	st, err := tlsconf.New(cfg.TLS, tlsconf.NewMetrics(reg), log) // at start; st.Close() at exit
+//	m := tlsconf.NewMetrics(reg)
+//	st, err := tlsconf.New(cfg.TLS, m, log) // at start, after cfg.TLS.Check; st.Close() at exit
 //	// accept:
 //	tc := tls.Server(conn, st.ServerConfig())
 //	if err := m.HandshakeConn(tc, tlsconf.SideClient, cfg.TLS.Listener.Timeout()); err != nil {

@@ -26,10 +26,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "TLS handshakes, by side (client: clients -> kproxy; upstream: kproxy -> broker) and result (ok, or why it failed)."},
 			[]string{"side", "result"}),
 		expiryTS: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "kproxy_tls_certificate_expiry_timestamp_seconds",
-			Help: "When the certificates of a loaded file expire (the earliest NotAfter in the file, as a Unix time), by side and file; updated on reload."},
+			Help: "When the certificates of a loaded file expire (the earliest NotAfter in the file, as a Unix time), by side (client: tls.listener's files; upstream: tls.upstream's) and file; updated on reload."},
 			[]string{"side", "file"}),
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kproxy_tls_reloads_total",
-			Help: "Changes to TLS files seen, by side and result: ok (now in force) or error (refused; the previous material stays)."},
+			Help: "Changes to TLS files seen, by side (client: tls.listener's files; upstream: tls.upstream's) and result: ok (now in force) or error (refused; the previous material stays)."},
 			[]string{"side", "result"}),
 	}
 	reg.MustRegister(m.handshakes, m.expiryTS, m.reloads)

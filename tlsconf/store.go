@@ -53,7 +53,7 @@ type Store struct {
 func New(cfg Config, m *Metrics, log zerolog.Logger) (*Store, error) {
 	s := &Store{cfg: cfg, log: log, m: m, stop: make(chan struct{}), done: make(chan struct{})}
 	if l := cfg.Listener; l != nil {
-		s.sources = append(s.sources, &source{side: SideClient, field: "listener.cert_file",
+		s.sources = append(s.sources, &source{side: SideClient, fields: []string{"listener.cert_file", "listener.key_file"},
 			files: []string{l.CertFile, l.KeyFile},
 			apply: func(d [][]byte, now time.Time) (string, error) {
 				p, err := parsePair("listener.", l.CertFile, l.KeyFile, d[0], d[1], now)
@@ -66,7 +66,7 @@ func New(cfg Config, m *Metrics, log zerolog.Logger) (*Store, error) {
 				return p.String(), nil
 			}})
 		if l.ClientCAFile != "" {
-			s.sources = append(s.sources, &source{side: SideClient, field: "listener.client_ca_file",
+			s.sources = append(s.sources, &source{side: SideClient, fields: []string{"listener.client_ca_file"},
 				files: []string{l.ClientCAFile},
 				apply: func(d [][]byte, _ time.Time) (string, error) {
 					c, err := parseCA("listener.client_ca_file", l.ClientCAFile, d[0])
@@ -82,7 +82,7 @@ func New(cfg Config, m *Metrics, log zerolog.Logger) (*Store, error) {
 	}
 	if u := cfg.Upstream; u != nil {
 		if u.CAFile != "" {
-			s.sources = append(s.sources, &source{side: SideUpstream, field: "upstream.ca_file",
+			s.sources = append(s.sources, &source{side: SideUpstream, fields: []string{"upstream.ca_file"},
 				files: []string{u.CAFile},
 				apply: func(d [][]byte, _ time.Time) (string, error) {
 					c, err := parseCA("upstream.ca_file", u.CAFile, d[0])
@@ -95,7 +95,7 @@ func New(cfg Config, m *Metrics, log zerolog.Logger) (*Store, error) {
 				}})
 		}
 		if u.CertFile != "" {
-			s.sources = append(s.sources, &source{side: SideUpstream, field: "upstream.cert_file",
+			s.sources = append(s.sources, &source{side: SideUpstream, fields: []string{"upstream.cert_file", "upstream.key_file"},
 				files: []string{u.CertFile, u.KeyFile},
 				apply: func(d [][]byte, now time.Time) (string, error) {
 					p, err := parsePair("upstream.", u.CertFile, u.KeyFile, d[0], d[1], now)
@@ -116,7 +116,7 @@ func New(cfg Config, m *Metrics, log zerolog.Logger) (*Store, error) {
 		if _, err := src.poll(now); err != nil {
 			return nil, err
 		}
-		log.Info().Str("field", "tls."+src.field).Strs("files", src.files).Str("in_force", src.inForce).Msg("TLS files loaded")
+		log.Info().Str("field", "tls."+src.fields[0]).Strs("files", src.files).Str("in_force", src.inForce).Msg("TLS files loaded")
 	}
 	if len(s.sources) == 0 {
 		close(s.done)
@@ -174,13 +174,13 @@ func (s *Store) Reload() error {
 		}
 		if err != nil {
 			s.m.reload(src.side, "error")
-			s.log.Error().Err(err).Str("field", "tls."+fieldOf(err, src.field)).
+			s.log.Error().Err(err).Str("field", "tls."+fieldOf(err, src.fields[0])).
 				Msg("TLS files changed but were refused; the previous certificate stays in force")
 			errs = append(errs, err)
 			continue
 		}
 		s.m.reload(src.side, "ok")
-		s.log.Info().Str("field", "tls."+src.field).Strs("files", src.files).Str("in_force", src.inForce).Msg("TLS files reloaded")
+		s.log.Info().Str("field", "tls."+src.fields[0]).Strs("files", src.files).Str("in_force", src.inForce).Msg("TLS files reloaded")
 	}
 	return errors.Join(errs...)
 }

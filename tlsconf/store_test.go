@@ -2,6 +2,8 @@ package tlsconf
 
 import (
 	"crypto/tls"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -282,5 +284,90 @@ func TestMinVersion(t *testing.T) {
 	}
 	if a := next(t, got); ClassifyHandshakeError(a.err) != ResultVersion || ClassifyHandshakeError(err) != ResultVersion {
 		t.Fatalf("server %v, client %v: want both %s", a.err, err, ResultVersion)
+	}
+}
+
+// A file that disappears is reported once, naming its field, and the old
+// material stays; when a good pair comes back it is loaded.
+func TestMissingFileThenBack(t *testing.T) {
+	ca := testcerts.NewCA(t, "ca")
+	dir := t.TempDir()
+	crt, key := ca.Server(t).Write(t, dir, "tls.crt", "tls.key")
+	m, _ := newMetrics()
+	logs, log := newLog()
+	s := newStore(t, Config{Listener: &Listener{CertFile: crt, KeyFile: key}}, m, log)
+	old := s.Serial()
+	if err := os.Remove(key); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Reload(); err == nil || !strings.Contains(err.Error(), key) {
+		t.Fatalf("Reload = %v, want the missing key file named", err)
+	}
+	if err := s.Reload(); err != nil {
+		t.Fatalf("second Reload = %v, want the missing file reported once", err)
+	}
+	if lines := logs.lines(); len(lines) != 1 || !strings.Contains(lines[0], `"field":"tls.listener.key_file"`) {
+		t.Fatalf("log %q, want one line naming tls.listener.key_file", lines)
+	}
+	if s.Serial() != old {
+		t.Fatalf("serial %s, want the old %s kept", s.Serial(), old)
+	}
+	next := ca.Server(t)
+	next.Write(t, dir, "tls.crt", "tls.key")
+	if err := s.Reload(); err != nil {
+		t.Fatalf("Reload after the files came back: %v", err)
+	}
+	if s.Serial() != next.Serial().Text(16) {
+		t.Fatalf("serial %s, want the new %s", s.Serial(), next.Serial().Text(16))
+	}
+	if e, ok := testutil.ToFloat64(m.reloads.WithLabelValues(SideClient, "error")), testutil.ToFloat64(m.reloads.WithLabelValues(SideClient, "ok")); e != 1 || ok != 1 {
+		t.Fatalf("reloads error %v ok %v, want 1 and 1", e, ok)
+	}
+}
+
+// Files rewritten in place right after being read keep their inode, and
+// may keep their size and their time stamp (kept at a coarse clock tick):
+// a recent modification is read again rather than trusted. The test makes
+// the stat identical on purpose (same size, time set back).
+func TestInPlaceRewriteSeen(t *testing.T) {
+	ca := testcerts.NewCA(t, "ca")
+	dir := t.TempDir()
+	// Every file padded to 4 KiB (PEM ignores text around its blocks),
+	// so the rewrite can keep the size.
+	pad := func(data []byte) []byte {
+		return append(append([]byte{}, data...), strings.Repeat("\n", 4096-len(data))...)
+	}
+	first := ca.Server(t)
+	crt, key := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	testcerts.WriteFile(t, crt, pad(first.CertPEM))
+	testcerts.WriteFile(t, key, pad(first.KeyPEM))
+	_, log := newLog()
+	s := newStore(t, Config{Listener: &Listener{CertFile: crt, KeyFile: key}}, nil, log)
+	stats := func() (os.FileInfo, os.FileInfo) {
+		c, err1 := os.Stat(crt)
+		k, err2 := os.Stat(key)
+		if err1 != nil || err2 != nil {
+			t.Fatal(err1, err2)
+		}
+		return c, k
+	}
+	c0, k0 := stats()
+	next := ca.Server(t)
+	testcerts.WriteFile(t, crt, pad(next.CertPEM))
+	testcerts.WriteFile(t, key, pad(next.KeyPEM))
+	if err := os.Chtimes(crt, c0.ModTime(), c0.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(key, k0.ModTime(), k0.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	if c1, k1 := stats(); !os.SameFile(c0, c1) || c1.Size() != c0.Size() || !c1.ModTime().Equal(c0.ModTime()) || k1.Size() != k0.Size() {
+		t.Fatal("the test did not manage to keep the stat")
+	}
+	if err := s.Reload(); err != nil {
+		t.Fatalf("Reload: %v", err)
+	}
+	if s.Serial() != next.Serial().Text(16) {
+		t.Fatalf("serial %s, want %s: an in-place rewrite with the same stat went unseen", s.Serial(), next.Serial().Text(16))
 	}
 }

@@ -14,14 +14,15 @@ import (
 // case. A stat of each file every reload_interval (os.Stat follows the
 // symlinks) sees all of them alike, costs nothing that matters for a few
 // files, and needs no new dependency. The content is read and hashed only
-// when a stat changed, and reloaded only when the hash did.
+// when a stat changed (or the file was modified in the last 2 s, see
+// settle), and reloaded only when the hash did.
 
 // source is files loaded together: a certificate and its key, or a CA
 // bundle.
 type source struct {
-	side  string   // metric label: client or upstream
-	field string   // the field naming files[0], for logs: "listener.cert_file"
-	files []string // what is watched
+	side   string   // metric label: client or upstream
+	files  []string // what is watched
+	fields []string // the field naming each file, for logs: "listener.cert_file"
 	// apply parses the files' contents and, when they are good, installs
 	// them and says what is now in force (for the log); else it returns
 	// why they are refused.
@@ -32,7 +33,18 @@ type source struct {
 	stamps []stamp
 	sum    [sha256.Size]byte
 	seen   bool // stamps and sum hold a poll's result
+	// recheck: a file was modified too recently for its stat to be
+	// trusted; read it again next poll.
+	recheck bool
+	// readErr is the last failure to read, reported once.
+	readErr string
 }
+
+// settle is how old a modification must be before a stat that has not
+// changed is trusted to mean the content has not either: file times are
+// kept at a coarse clock tick, so a file rewritten in place with the
+// same size within one tick of the last read keeps its stat.
+const settle = 2 * time.Second
 
 // stamp is what a stat said about a file.
 type stamp struct {
@@ -51,35 +63,49 @@ func (a stamp) same(b stamp) bool {
 // since the last poll. changed says whether it tried; err is why the new
 // content was refused (the old stays in force).
 func (s *source) poll(now time.Time) (changed bool, err error) {
-	stamps := make([]stamp, len(s.files))
-	same := s.seen
-	for i, f := range s.files {
-		fi, err := os.Stat(f)
-		stamps[i] = stamp{fi: fi}
-		if err != nil {
-			stamps[i] = stamp{err: err.Error()}
-		}
+	stamps := s.stat()
+	same := s.seen && !s.recheck
+	for i := range stamps {
 		same = same && stamps[i].same(s.stamps[i])
 	}
 	if same {
 		return false, nil
 	}
-	s.stamps = stamps
 	data := make([][]byte, len(s.files))
 	h := sha256.New()
 	var readErr error
 	for i, f := range s.files {
 		if data[i], err = os.ReadFile(f); err != nil && readErr == nil {
-			readErr = err
+			readErr = &fileError{s.fields[i], f, err}
 		}
-		h.Write([]byte{byte(len(data[i]) >> 24), byte(len(data[i]) >> 16), byte(len(data[i]) >> 8), byte(len(data[i]))})
+		n := len(data[i])
+		h.Write([]byte{byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)})
 		h.Write(data[i])
 	}
-	if readErr != nil {
-		// Counted once per change of what the stats say, not every poll.
-		s.seen = true
-		return true, &fileError{s.field, s.files[0], readErr}
+	// A file that changed while being read may have been read half old,
+	// half new (a certificate with the previous key): leave it for the
+	// next poll, which sees it settled.
+	for i, st := range s.stat() {
+		if !st.same(stamps[i]) {
+			return false, nil
+		}
 	}
+	s.stamps = stamps
+	s.recheck = false
+	for _, st := range stamps {
+		if st.fi != nil && now.Sub(st.fi.ModTime()) < settle {
+			s.recheck = true
+		}
+	}
+	if readErr != nil {
+		// Reported once, not every poll.
+		if s.seen && readErr.Error() == s.readErr {
+			return false, nil
+		}
+		s.seen, s.readErr = true, readErr.Error()
+		return true, readErr
+	}
+	s.readErr = ""
 	var sum [sha256.Size]byte
 	h.Sum(sum[:0])
 	if s.seen && sum == s.sum {
@@ -91,4 +117,17 @@ func (s *source) poll(now time.Time) (changed bool, err error) {
 		s.inForce = what
 	}
 	return true, err
+}
+
+// stat stats every file, following symlinks.
+func (s *source) stat() []stamp {
+	stamps := make([]stamp, len(s.files))
+	for i, f := range s.files {
+		fi, err := os.Stat(f)
+		stamps[i] = stamp{fi: fi}
+		if err != nil {
+			stamps[i] = stamp{err: err.Error()}
+		}
+	}
+	return stamps
 }
