@@ -201,20 +201,24 @@ func (p *pair) close(reason string, err error) bool {
 	p.s.m.open.Dec()
 	p.s.remove(p)
 	close(p.done)
-	ev := p.log.Info()
+	logClosed(p.log, reason, err, p.opened, p.sess.Stats(), failed)
+	return true
+}
+
+// logClosed writes a connection's one closing line.
+func logClosed(log zerolog.Logger, reason string, err error, opened time.Time, st relay.Stats, failed int) {
+	ev := log.Info()
 	if err != nil {
-		ev = p.log.Warn().Err(err)
+		ev = log.Warn().Err(err)
 	}
-	st := p.sess.Stats()
 	ev.Str("reason", reason).
-		Dur("duration_ms", time.Since(p.opened)).
+		Dur("duration_ms", time.Since(opened)).
 		Int64("requests", st.Requests).
 		Int64("responses", st.Responses).
 		Int64("bytes_in", st.BytesIn).
 		Int64("bytes_out", st.BytesOut).
 		Int("failed_in_flight", failed).
 		Msg("connection closed")
-	return true
 }
 
 // recoverPanic closes the pair whose handler panicked; other pairs go on.

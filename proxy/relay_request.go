@@ -3,12 +3,10 @@ package proxy
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"time"
 
 	"github.com/cloudwego/netpoll"
 
-	"github.com/kproxy/kproxy/correlate"
 	"github.com/kproxy/kproxy/framing"
 	"github.com/kproxy/kproxy/policy"
 	"github.com/kproxy/kproxy/relay"
@@ -92,57 +90,9 @@ func (p *pair) onClient(_ context.Context, c netpoll.Connection) error {
 // the first one to complete), up to maxBatchBytes, then flushes them
 // upstream in one write.
 func (p *pair) relayRequests(r netpoll.Reader) error {
-	up := &p.upBatch
-	defer func() {
-		p.sess.CountRequests() // what an error left uncounted
-		up.Reset()             // an error leaves frames of a buffer about to go
-	}()
-	max := p.s.framing.MaxRequestBytes
-	batched := 0
-	for first := true; ; first = false {
-		if !first && (r.Len() < framing.SizeLen || batched >= maxBatchBytes) {
-			break
-		}
-		if limit := p.s.policies.Load().MaxFrame(); limit > 0 {
-			refused, err := p.sess.RefuseOversize(r, up, limit)
-			if errors.Is(err, correlate.ErrDraining) {
-				break // not sent; the pair closes once what was sent is answered
-			}
-			if err != nil {
-				return err
-			}
-			if refused {
-				batched = 0 // what was batched before it is flushed and released
-				continue
-			}
-		}
-		var frame []byte
-		var err error
-		if first {
-			frame, err = p.nextFrame(r, max)
-		} else {
-			n, whole, berr := framing.Buffered(r, max)
-			if !whole || berr != nil {
-				break // a size error is reported on the next call
-			}
-			frame, err = r.Next(n)
-		}
-		if err != nil {
-			return err
-		}
-		batched += len(frame)
-		p.pin(fromClient, batched) // held until the flush is done
-		if err := p.sess.Request(frame, up, true); errors.Is(err, correlate.ErrDraining) {
-			break // as above
-		} else if err != nil {
-			return err
-		}
-		if p.sess.MayMute() && p.sess.Muted(time.Now()) > 0 {
-			break // the rest waits out the throttle
-		}
-	}
-	p.s.m.batch[batchRequests][inPool].Inc()
-	return p.FlushUp(up)
+	return relayRequestBatch(p.sess, p.s, r, &p.upBatch, p.FlushUp,
+		func(max int) ([]byte, error) { return p.nextFrame(r, max) },
+		func(batched int) { p.pin(fromClient, batched) }) // held until the flush is done
 }
 
 // FlushUp sends the batch upstream, counting its requests first: their
@@ -233,7 +183,7 @@ func (p *pair) flushAnswers() error {
 
 // nextExempt reports whether the next buffered request is one a throttle
 // never holds back (a heartbeat).
-func nextExempt(r netpoll.Reader) bool {
+func nextExempt(r framing.Source) bool {
 	if r.Len() < 6 {
 		return false
 	}

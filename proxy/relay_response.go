@@ -5,7 +5,6 @@ import (
 
 	"github.com/cloudwego/netpoll"
 
-	"github.com/kproxy/kproxy/framing"
 	"github.com/kproxy/kproxy/relay"
 )
 
@@ -66,21 +65,7 @@ func (p *pair) relayResponses(r netpoll.Reader) error {
 	p.wmu.Lock()
 	defer p.wmu.Unlock()
 	out := &p.cliBatch
-	for {
-		if err = p.sess.Response(frame, out); err != nil {
-			break
-		}
-		n, whole, berr := framing.Buffered(r, max)
-		if !whole || berr != nil || batched >= maxBatchBytes {
-			break
-		}
-		if frame, err = r.Next(n); err != nil {
-			break
-		}
-		batched += len(frame)
-		p.pin(fromUpstream, batched)
-	}
-	p.s.m.batch[batchResponses][inPool].Inc()
+	err = relayResponseBatch(p.sess, p.s, r, frame, out, func(batched int) { p.pin(fromUpstream, batched) })
 	w := p.client.Writer()
 	if err == nil {
 		if err = writeBatch(w, out); err == nil {

@@ -40,9 +40,14 @@ type Server struct {
 	ln       netpoll.Listener
 	loop     netpoll.EventLoop
 	draining atomic.Bool
+	// tls, when it speaks TLS on either side, has the listener's pairs
+	// relayed by the stream driver, accepted on sln instead of ln.
+	tls *serverTLS
+	sln net.Listener
 
-	mu    sync.Mutex
-	pairs map[*pair]struct{}
+	mu      sync.Mutex
+	pairs   map[*pair]struct{}
+	streams map[*stream]struct{}
 	// budget counts the bytes all pairs hold against max_buffered_bytes.
 	budget budget
 	// slots counts the clients paired or being paired (their upstream
@@ -82,7 +87,7 @@ func New(cfg Config, fr framing.Config, tc correlate.Config, log zerolog.Logger,
 		log.Info().Int("max_buffered_bytes", cfg.MaxBufferedBytes).Str("from", from).Msg("process-wide buffer budget")
 	}
 	s := &Server{cfg: cfg, framing: fr, table: tc, log: log, m: m, tracer: tracer, topics: framing.NewTopicIDs(), inline: cfg.Linger == 0,
-		pairs: make(map[*pair]struct{}), idle: make(chan struct{}), stop: make(chan struct{}),
+		pairs: make(map[*pair]struct{}), streams: make(map[*stream]struct{}), idle: make(chan struct{}), stop: make(chan struct{}),
 		waitKick: make(chan struct{}, 1)}
 	s.env = &relay.Env{Framing: fr, Table: tc, Metrics: m.relay, Tracer: tracer, Topics: s.topics,
 		Policies: &s.policies, Listener: cfg.Listen, MaxUnread: cfg.MaxUnreadBytes}
@@ -102,6 +107,14 @@ func (s *Server) SetPolicies(e *policy.Engine) { s.policies.Store(e) }
 
 // Listen binds the client port.
 func (s *Server) Listen() error {
+	if s.tls.on() {
+		ln, err := net.Listen("tcp", s.cfg.Listen)
+		if err != nil {
+			return fmt.Errorf("listen on %s: %w", s.cfg.Listen, err)
+		}
+		s.sln = ln
+		return nil
+	}
 	ln, err := netpoll.CreateListener("tcp", s.cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", s.cfg.Listen, err)
@@ -111,11 +124,24 @@ func (s *Server) Listen() error {
 }
 
 // Addr is the bound client address (after Listen).
-func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+func (s *Server) Addr() net.Addr {
+	if s.sln != nil {
+		return s.sln.Addr()
+	}
+	return s.ln.Addr()
+}
 
-// Serve runs the netpoll event loop on the listener until Drain ends it.
+// Serve relays clients until Drain ends it: on the netpoll event loop, or
+// with the stream driver when TLS is on.
 func (s *Server) Serve() error {
-	s.log.Info().Str("listen", s.ln.Addr().String()).Str("upstream", s.cfg.Upstream).Msg("kproxy listening")
+	s.log.Info().Str("listen", s.Addr().String()).Str("upstream", s.cfg.Upstream).
+		Bool("tls_client", s.tls.clientTLS()).Bool("tls_upstream", s.tls.upstreamTLS()).
+		Msg("kproxy listening")
+	if s.sln != nil {
+		err := s.serveStreams()
+		s.stopOnce.Do(func() { close(s.stop) })
+		return err
+	}
 	s.watchOnce.Do(func() { go s.watchOverflow() })
 	err := s.loop.Serve(s.ln)
 	s.stopOnce.Do(func() { close(s.stop) })
@@ -125,10 +151,16 @@ func (s *Server) Serve() error {
 // Ready reports why the server should not get traffic, or nil.
 func (s *Server) Ready(ctx context.Context) error {
 	switch {
-	case s.ln == nil:
+	case s.ln == nil && s.sln == nil:
 		return errors.New("not listening")
 	case s.draining.Load():
 		return errors.New("draining")
+	}
+	if s.tls.on() {
+		if err := s.readyStream(ctx); err != nil {
+			return fmt.Errorf("upstream %s unreachable: %w", s.cfg.Upstream, err)
+		}
+		return nil
 	}
 	var d net.Dialer
 	ctx, cancel := context.WithTimeout(ctx, min(s.cfg.DialTimeout, 2*time.Second))
@@ -153,10 +185,14 @@ func (s *Server) Drain(ctx context.Context) error {
 		s.mu.Unlock()
 		return errors.New("already draining")
 	}
-	n := len(s.pairs)
-	live := make([]*pair, 0, n)
+	n := len(s.pairs) + len(s.streams)
+	live := make([]*pair, 0, len(s.pairs))
 	for p := range s.pairs {
 		live = append(live, p)
+	}
+	streams := make([]*stream, 0, len(s.streams))
+	for st := range s.streams {
+		streams = append(streams, st)
 	}
 	if n == 0 {
 		close(s.idle)
@@ -165,6 +201,9 @@ func (s *Server) Drain(ctx context.Context) error {
 	s.log.Info().Int("connections", n).Msg("draining")
 	for _, p := range live {
 		p.drain()
+	}
+	for _, st := range streams {
+		st.drain()
 	}
 	defer s.stopLoop()
 	select {
@@ -178,16 +217,27 @@ func (s *Server) Drain(ctx context.Context) error {
 	for p := range s.pairs {
 		live = append(live, p)
 	}
+	streams = streams[:0]
+	for st := range s.streams {
+		streams = append(streams, st)
+	}
 	s.mu.Unlock()
 	for _, p := range live {
 		p.close(reasonDrainTimeout, nil)
 	}
-	s.log.Warn().Int("connections", len(live)).Msg("drain timeout: closed connections with requests in flight")
+	for _, st := range streams {
+		st.close(reasonDrainTimeout, nil)
+	}
+	s.log.Warn().Int("connections", len(live)+len(streams)).Msg("drain timeout: closed connections with requests in flight")
 	return ctx.Err()
 }
 
 func (s *Server) stopLoop() {
 	s.stopOnce.Do(func() { close(s.stop) })
+	if s.sln != nil {
+		s.sln.Close()
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	s.loop.Shutdown(ctx)
@@ -239,7 +289,7 @@ func (s *Server) remove(p *pair) {
 	}
 	delete(s.pairs, p)
 	s.unreserve()
-	if s.draining.Load() && len(s.pairs) == 0 {
+	if s.draining.Load() && len(s.pairs)+len(s.streams) == 0 {
 		close(s.idle)
 	}
 }

@@ -160,3 +160,7 @@ func withSpan(e *correlate.Entry, sp *tracing.Span) {
 		e.Span = nil
 	}
 }
+
+// SetPrincipals gives the connection the identities its client proved
+// (an mTLS certificate's names), for rules that match a principal.
+func (s *Session) SetPrincipals(names []string) { s.conn.Principals = names }
