@@ -13,6 +13,7 @@ import (
 	"github.com/kproxy/kproxy/internal/embedded"
 	"github.com/kproxy/kproxy/internal/testcerts"
 	"github.com/kproxy/kproxy/tlsconf"
+	"github.com/kproxy/kproxy/tracing"
 )
 
 // tlsSides says which sides of kproxy speak TLS in a test: client (clients
@@ -49,6 +50,43 @@ type tlsWorld struct {
 // before it is loaded.
 func startTLSKfake(t testing.TB, sides tlsSides, kopts []kfake.Opt, cfg func(*tlsconf.Config), opts ...envOpt) *tlsWorld {
 	t.Helper()
+	return startTracedTLSKfake(t, sides, kopts, cfg, nil, opts...)
+}
+
+// startTracedTLSKfake is startTLSKfake with a tracer.
+func startTracedTLSKfake(t testing.TB, sides tlsSides, kopts []kfake.Opt, cfg func(*tlsconf.Config), tr *tracing.Tracer, opts ...envOpt) *tlsWorld {
+	t.Helper()
+	w, broker := newTLSWorld(t, sides, cfg)
+	if broker != nil {
+		kopts = append(kopts, kfake.TLS(broker))
+	}
+	b, err := embedded.Reserve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.testEnv = startProxyWith(t, b.Addr(), tr, func(s *Server) { s.SetTLS(w.store, w.metrics) }, opts...)
+	c, err := b.Start(w.addr, kopts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	w.cluster = c
+	return w
+}
+
+// startTLSProxy is a kproxy with TLS on the client side only, in front of
+// upstream (a plaintext HOST:PORT, such as a scripted broker).
+func startTLSProxy(t testing.TB, upstream string, mutual bool, opts ...envOpt) *tlsWorld {
+	t.Helper()
+	w, _ := newTLSWorld(t, tlsSides{client: true, mutual: mutual}, nil)
+	w.testEnv = startProxyWith(t, upstream, nil, func(s *Server) { s.SetTLS(w.store, w.metrics) }, opts...)
+	return w
+}
+
+// newTLSWorld makes the certificates and the loaded tls section for
+// sides, and the broker's TLS when the upstream side speaks it.
+func newTLSWorld(t testing.TB, sides tlsSides, cfg func(*tlsconf.Config)) (*tlsWorld, *tls.Config) {
+	t.Helper()
 	w := &tlsWorld{ca: testcerts.NewCA(t, "kproxy test CA"), tm: prometheus.NewRegistry()}
 	tc := tlsconf.Defaults()
 	if sides.client {
@@ -58,12 +96,12 @@ func startTLSKfake(t testing.TB, sides tlsSides, kopts []kfake.Opt, cfg func(*tl
 			tc.Listener.ClientCAFile = w.listener.Path("ca.crt")
 		}
 	}
+	var broker *tls.Config
 	if sides.upstream {
-		bc := &tls.Config{Certificates: []tls.Certificate{w.ca.Server(t).TLS(t)}}
+		broker = &tls.Config{Certificates: []tls.Certificate{w.ca.Server(t).TLS(t)}}
 		if sides.upstreamMutual {
-			bc.ClientAuth, bc.ClientCAs = tls.RequireAndVerifyClientCert, w.ca.Pool()
+			broker.ClientAuth, broker.ClientCAs = tls.RequireAndVerifyClientCert, w.ca.Pool()
 		}
-		kopts = append(kopts, kfake.TLS(bc))
 		up := testcerts.NewSecretDir(t, testcerts.Files(w.ca.Client(t, "kproxy"), w.ca))
 		tc.Upstream = &tlsconf.Upstream{CAFile: up.Path("ca.crt")}
 		if sides.upstreamMutual {
@@ -83,18 +121,7 @@ func startTLSKfake(t testing.TB, sides tlsSides, kopts []kfake.Opt, cfg func(*tl
 	}
 	t.Cleanup(store.Close)
 	w.store = store
-	b, err := embedded.Reserve()
-	if err != nil {
-		t.Fatal(err)
-	}
-	w.testEnv = startProxyWith(t, b.Addr(), nil, func(s *Server) { s.SetTLS(store, w.metrics) }, opts...)
-	c, err := b.Start(w.addr, kopts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	w.cluster = c
-	return w
+	return w, broker
 }
 
 // clientTLS is what a client of kproxy needs for sides: nil for a
