@@ -95,8 +95,7 @@ func (s *Server) onConnect(ctx context.Context, client netpoll.Connection) conte
 	log := s.log.With().Str("client", client.RemoteAddr().String()).Logger()
 	if why := s.reserve(); why != "" {
 		refuse(client)
-		s.m.refused.WithLabelValues(why).Inc()
-		log.Warn().Str("reason", why).Msg("connection refused")
+		s.turnAway(&log, why)
 		return ctx
 	}
 	up, err := netpoll.DialConnection("tcp", s.cfg.Upstream, s.cfg.DialTimeout)
@@ -114,12 +113,11 @@ func (s *Server) onConnect(ctx context.Context, client netpoll.Connection) conte
 		peer = tracing.NewPeer(client.RemoteAddr().String(), s.cfg.Upstream, s.topics)
 	}
 	p.sess = relay.New(s.env, p, p.log, peer)
-	if why := s.add(p); why != "" {
+	if why := register(s, s.pairs, p); why != "" {
 		s.unreserve()
 		refuse(client)
 		up.Close()
-		s.m.refused.WithLabelValues(why).Inc()
-		log.Warn().Str("reason", why).Msg("connection refused")
+		s.turnAway(&log, why)
 		return ctx
 	}
 	for _, conn := range []netpoll.Connection{client, up} {
@@ -199,7 +197,7 @@ func (p *pair) close(reason string, err error) bool {
 	p.releaseHeld()
 	failed := p.sess.Close()
 	p.s.m.open.Dec()
-	p.s.remove(p)
+	unregister(p.s, p.s.pairs, p)
 	close(p.done)
 	logClosed(p.log, reason, err, p.opened, p.sess.Stats(), failed)
 	return true

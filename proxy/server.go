@@ -267,29 +267,37 @@ func (s *Server) reserve() string {
 // unreserve gives back a slot taken by reserve for a client not paired.
 func (s *Server) unreserve() { s.slots.Add(-1) }
 
-// add registers p, whose slot reserve took, unless the server is draining,
-// and says why not.
-func (s *Server) add(p *pair) string {
+// register adds c (a *pair or a *stream), whose slot reserve took, to m
+// unless the server is draining, and says why not.
+func register[C comparable](s *Server, m map[C]struct{}, c C) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.draining.Load() {
 		return "draining"
 	}
-	s.pairs[p] = struct{}{}
+	m[c] = struct{}{}
 	s.m.open.Inc()
 	s.m.accepted.Inc()
 	return ""
 }
 
-func (s *Server) remove(p *pair) {
+// unregister removes c from m, gives back its slot, and ends a drain that
+// waited for it.
+func unregister[C comparable](s *Server, m map[C]struct{}, c C) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.pairs[p]; !ok {
+	if _, ok := m[c]; !ok {
 		return
 	}
-	delete(s.pairs, p)
+	delete(m, c)
 	s.unreserve()
 	if s.draining.Load() && len(s.pairs)+len(s.streams) == 0 {
 		close(s.idle)
 	}
+}
+
+// turnAway counts and logs a client refused for why.
+func (s *Server) turnAway(log *zerolog.Logger, why string) {
+	s.m.refused.WithLabelValues(why).Inc()
+	log.Warn().Str("reason", why).Msg("connection refused")
 }

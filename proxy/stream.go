@@ -231,7 +231,7 @@ func (st *stream) close(reason string, err error) bool {
 	st.s.budget.take(-st.charged.Swap(0))
 	failed := st.sess.Close()
 	st.s.m.open.Dec()
-	st.s.removeStream(st)
+	unregister(st.s, st.s.streams, st)
 	close(st.done)
 	logClosed(st.log, reason, err, st.opened, st.sess.Stats(), failed)
 	return true

@@ -48,8 +48,7 @@ func (s *Server) onStream(raw net.Conn) {
 	log := s.log.With().Str("client", raw.RemoteAddr().String()).Logger()
 	if why := s.reserve(); why != "" {
 		resetConn(raw)
-		s.m.refused.WithLabelValues(why).Inc()
-		log.Warn().Str("reason", why).Msg("connection refused")
+		s.turnAway(&log, why)
 		return
 	}
 	client, names, err := s.tls.accept(raw)
@@ -65,25 +64,23 @@ func (s *Server) onStream(raw net.Conn) {
 		resetConn(raw)
 		return
 	}
-	st := newStream(s, log.With().Str("upstream", up.LocalAddr().String()+">"+s.cfg.Upstream).Logger(), client, up)
+	plog := log.With().Str("upstream", up.LocalAddr().String()+">"+s.cfg.Upstream)
 	var peer *tracing.Peer
 	if s.tracer.On() {
 		peer = tracing.NewPeer(raw.RemoteAddr().String(), s.cfg.Upstream, s.topics)
 	}
 	if len(names) > 0 {
+		plog = plog.Str("principal", names[0])
 		peer.SetPrincipal(names[0])
 	}
+	st := newStream(s, plog.Logger(), client, up)
 	st.sess = relay.New(s.env, st, st.log, peer)
-	if len(names) > 0 {
-		st.sess.SetPrincipals(names)
-		st.log = st.log.With().Str("principal", names[0]).Logger()
-	}
-	if why := s.addStream(st); why != "" {
+	st.sess.SetPrincipals(names)
+	if why := register(s, s.streams, st); why != "" {
 		s.unreserve()
 		resetConn(raw)
 		up.Close()
-		s.m.refused.WithLabelValues(why).Inc()
-		log.Warn().Str("reason", why).Msg("connection refused")
+		s.turnAway(&log, why)
 		return
 	}
 	st.log.Info().Bool("tls_client", s.tls.clientTLS()).Bool("tls_upstream", s.tls.upstreamTLS()).Msg("connection opened")
@@ -140,31 +137,4 @@ func resetConn(c net.Conn) {
 		_ = tc.SetLinger(0)
 	}
 	c.Close()
-}
-
-// addStream registers st, whose slot reserve took, unless the server is
-// draining, and says why not.
-func (s *Server) addStream(st *stream) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.draining.Load() {
-		return "draining"
-	}
-	s.streams[st] = struct{}{}
-	s.m.open.Inc()
-	s.m.accepted.Inc()
-	return ""
-}
-
-func (s *Server) removeStream(st *stream) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.streams[st]; !ok {
-		return
-	}
-	delete(s.streams, st)
-	s.unreserve()
-	if s.draining.Load() && len(s.pairs)+len(s.streams) == 0 {
-		close(s.idle)
-	}
 }
