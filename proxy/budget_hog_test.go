@@ -162,11 +162,6 @@ func TestBufferBudgetClosesTheLargestHolder(t *testing.T) {
 	}
 }
 
-func isTimeout(err error) bool {
-	ne, ok := err.(net.Error)
-	return ok && ne.Timeout()
-}
-
 // lenConn is a connection whose reader holds as many bytes as told; all
 // the sweep asks of it.
 type lenConn struct {

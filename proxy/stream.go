@@ -41,26 +41,37 @@ type stream struct {
 
 func newStream(s *Server, log zerolog.Logger, client, upstream net.Conn) *stream {
 	st := &stream{s: s, log: log, client: client, upstream: upstream, opened: time.Now(), done: make(chan struct{})}
-	st.cr = newStreamReader(client, s.framing.ReadTimeout, st.grow)
-	st.ur = newStreamReader(upstream, s.framing.ReadTimeout, st.grow)
+	st.cr = newStreamReader(client, s.framing.ReadTimeout, st.charge)
+	st.ur = newStreamReader(upstream, s.framing.ReadTimeout, st.charge)
 	st.uw = streamWriter{conn: upstream, stall: s.cfg.WriteTimeout}
 	st.cw = streamWriter{conn: client, stall: s.cfg.WriteTimeout}
 	return st
 }
 
-// grow charges a read buffer's growth past its first streamReadMin bytes
-// to max_buffered_bytes, and refuses it (the pair is closed) if that
-// would pass the bound. A stream pair holds at most a frame per side, so
-// it is this pair, not the largest holder, that gives way.
-func (st *stream) grow(old, new int) bool {
-	delta := int64(max(new-streamReadMin, 0) - max(old-streamReadMin, 0))
-	if delta <= 0 {
-		return true
-	}
-	if st.closed.Load() || !st.s.budget.take(delta) {
+// charge charges a read buffer's growth past streamReadMin to
+// max_buffered_bytes, or gives back what it shrank by; a growth that
+// would pass the bound is refused (the pair is closed). A buffer grows
+// only as a frame's bytes arrive, and shrinks when its peer idles, so the
+// charge is what the pair holds, about a frame per side at most; it is
+// this pair, not the largest holder, that gives way.
+func (st *stream) charge(delta int) bool {
+	d := int64(delta)
+	if d > 0 && (st.closed.Load() || !st.s.budget.take(d)) {
 		return false
 	}
-	st.charged.Add(delta)
+	if d < 0 {
+		// Given back only what is still charged: close may have given
+		// back everything already.
+		for {
+			c := st.charged.Load()
+			give := min(-d, c)
+			if st.charged.CompareAndSwap(c, c-give) {
+				st.s.budget.take(-give)
+				return true
+			}
+		}
+	}
+	st.charged.Add(d)
 	if st.closed.Load() { // close may have given back the charge before this one
 		st.s.budget.take(-st.charged.Swap(0))
 	}
@@ -78,18 +89,26 @@ func (st *stream) runClient() {
 			<-st.done
 			return
 		}
-		// A throttle: like a broker, stop reading this client until the
-		// delay has passed (heartbeats excepted).
+		// A throttle: like a broker, stop relaying this client's
+		// requests until the delay has passed, but look at what it sends
+		// every throttlePoll: a heartbeat is never held back.
 		if d := st.sess.Muted(time.Now()); d > 0 && !nextExempt(st.cr) {
-			select {
-			case <-time.After(d):
-			case <-st.done:
+			if err := st.cr.tryFill(6, min(d, throttlePoll)); err != nil {
+				st.closeOnError("client", err)
+				return
+			}
+			if st.closed.Load() {
 				return
 			}
 			continue
 		}
-		err := relayRequestBatch(st.sess, st.s, st.cr, &st.upBatch, st.FlushUp,
-			func(max int) ([]byte, error) { return framing.Next(st.cr, max) }, nil)
+		// The next frame's first byte, unbounded (a client may idle);
+		// the rules are read only once it is here.
+		err := st.cr.waitFrame()
+		if err == nil {
+			err = relayRequestBatch(st.sess, st.s, st.cr, &st.upBatch, st.FlushUp,
+				func(max int) ([]byte, error) { return framing.Next(st.cr, max) }, nil)
+		}
 		if err != nil {
 			st.closeOnError("client", err)
 			return
@@ -103,7 +122,11 @@ func (st *stream) runUpstream() {
 	defer st.recoverPanic("upstream")
 	max := st.s.framing.MaxResponseBytes
 	for {
-		frame, err := framing.Next(st.ur, max) // the writer is not held while a frame arrives
+		err := st.ur.waitFrame()
+		var frame []byte
+		if err == nil {
+			frame, err = framing.Next(st.ur, max) // the writer is not held while a frame arrives
+		}
 		if err != nil {
 			st.closeOnError("upstream", err)
 			return
@@ -171,18 +194,23 @@ func (st *stream) Released() {}
 // client (relay.Link). This driver's relays may always wait, so it is
 // written at once.
 func (st *stream) Answer(bool) error {
+	err := st.writeAnswers()
+	// An answer of kproxy's own can be the last entry a draining pair
+	// owes; no response from the broker will come to close it.
+	st.closeIfDrained()
+	return err
+}
+
+// writeAnswers writes the answers under wmu.
+func (st *stream) writeAnswers() error {
 	st.wmu.Lock()
+	defer st.wmu.Unlock()
 	st.sess.Answers(&st.cliBatch)
 	err := st.cw.write(&st.cliBatch)
 	if err != nil {
 		err = errClientWrite{err}
 	}
-	err = st.finishBatch(err)
-	st.wmu.Unlock()
-	// An answer of kproxy's own can be the last entry a draining pair
-	// owes; no response from the broker will come to close it.
-	st.closeIfDrained()
-	return err
+	return st.finishBatch(err)
 }
 
 // drain asks the pair to finish what is in flight, take nothing new, and

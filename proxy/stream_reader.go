@@ -7,35 +7,48 @@ import (
 	"time"
 )
 
-// streamReadMin is a stream reader's first buffer, and the least it asks
-// the connection for in one read.
+// streamReadMin is a stream reader's buffer between large frames, and the
+// least it asks the connection for in one read: a TLS record's payload.
 const streamReadMin = 16 << 10
 
 // streamReader is framing.Source over a net.Conn (a tls.Conn, or a plain
-// one paired with TLS): the TLS driver's counterpart of netpoll's Reader.
-// Unlike netpoll it reads only when asked for more than it holds, so a
-// peer that outruns kproxy is held back by TCP, not buffered. Slices it
-// returns stay valid until Release, which moves what is left unread to
-// the front of the buffer; growing the buffer copies only the unread
-// bytes, and the old array stays alive for the slices already returned.
+// one paired with TLS): the stream driver's counterpart of netpoll's
+// Reader. Unlike netpoll it reads only when asked for more than it holds,
+// so a peer that outruns kproxy is held back by TCP, not buffered.
+//
+// Slices it returns stay valid until Release, which moves what is left
+// unread to the front of the buffer. The buffer grows as a frame's bytes
+// arrive (doubling, never to the frame's announced size before its bytes
+// are in), copying only the unread bytes into the new array; the old one
+// stays alive for the slices already returned.
 type streamReader struct {
 	conn net.Conn
 	buf  []byte
+	// base is the connection's own streamReadMin buffer, and big the
+	// pool's handle of a larger one in use (nil when none, or when buf is
+	// larger than the pools hold).
+	base []byte
+	big  *[]byte
 	r, w int // unread input is buf[r:w]
-	// partial bounds the wait for the rest of a frame begun (0: none);
-	// between frames a reader waits as long as the peer stays idle.
+	// held is where the slices returned since the last Release end: the
+	// buffer before it must not be written over until then.
+	held int
+	// partial bounds each wait for more of a frame that has begun
+	// (read_timeout); 0: unbounded. Between frames (waitFrame) a reader
+	// waits as long as the peer stays idle.
 	partial time.Duration
-	// grow is told of each growth of the buffer, from size old to new,
-	// to charge it to max_buffered_bytes; false refuses it.
-	grow func(old, new int) bool
+	// charge is told of each change of the buffer's size past
+	// streamReadMin (a negative delta gives bytes back); false refuses a
+	// growth.
+	charge func(delta int) bool
 	// deadline is set while the connection's read deadline is.
 	deadline bool
 }
 
 var errStreamBudget = errors.New("buffered bytes over max_buffered_bytes")
 
-func newStreamReader(c net.Conn, partial time.Duration, grow func(old, new int) bool) *streamReader {
-	return &streamReader{conn: c, partial: partial, grow: grow}
+func newStreamReader(c net.Conn, partial time.Duration, charge func(delta int) bool) *streamReader {
+	return &streamReader{conn: c, partial: partial, charge: charge}
 }
 
 // Len is how many bytes are buffered and unread.
@@ -46,6 +59,7 @@ func (s *streamReader) Peek(n int) ([]byte, error) {
 	if err := s.fill(n); err != nil {
 		return nil, err
 	}
+	s.hold(s.r + n)
 	return s.buf[s.r : s.r+n], nil
 }
 
@@ -58,12 +72,20 @@ func (s *streamReader) Next(n int) ([]byte, error) {
 	return b, err
 }
 
+// hold notes that the slice just returned ends at end.
+func (s *streamReader) hold(end int) {
+	if end > s.held {
+		s.held = end
+	}
+}
+
 // Skip consumes n bytes, reading and dropping them a buffer at a time.
+// What is dropped is read into the free space behind the unread bytes,
+// never over slices already returned.
 func (s *streamReader) Skip(n int) error {
 	for n > 0 {
 		if s.Len() == 0 {
-			s.r, s.w = 0, 0 // nothing unread: the whole buffer is free
-			if err := s.fill(min(n, max(len(s.buf), streamReadMin))); err != nil {
+			if err := s.fill(1); err != nil {
 				return err
 			}
 		}
@@ -77,6 +99,7 @@ func (s *streamReader) Skip(n int) error {
 // Release lets go of what was consumed: the unread rest moves to the
 // front of the buffer, invalidating the slices returned before.
 func (s *streamReader) Release() error {
+	s.held = 0
 	if s.r == 0 {
 		return nil
 	}
@@ -85,22 +108,62 @@ func (s *streamReader) Release() error {
 	return nil
 }
 
-// fill reads until n bytes are unread, growing the buffer if they cannot
-// fit behind what was consumed and not released.
+// waitFrame waits, unbounded, for the first byte of the next frame; the
+// caller holds no slice (it has released). A buffer grown for a large
+// frame goes back to its pool first, with its charge to
+// max_buffered_bytes: an idle connection holds only its own small buffer.
+func (s *streamReader) waitFrame() error {
+	if s.Len() > 0 {
+		return nil
+	}
+	s.r, s.w, s.held = 0, 0, 0
+	if len(s.buf) > streamReadMin {
+		s.resize(streamReadMin) // giving back is never refused
+	}
+	s.unbound()
+	for s.Len() == 0 {
+		if err := s.read(1); err != nil && s.Len() == 0 {
+			return err
+		}
+	}
+	return nil
+}
+
+// tryFill reads, for at most wait, until n bytes are unread; running out
+// of time is not an error. For a peek at a throttled client's next
+// request, whose relay must not block on it.
+func (s *streamReader) tryFill(n int, wait time.Duration) error {
+	if s.Len() >= n {
+		return nil
+	}
+	_ = s.conn.SetReadDeadline(time.Now().Add(wait))
+	s.deadline = true
+	for s.Len() < n {
+		if err := s.read(n); err != nil {
+			if isTimeout(err) {
+				return nil
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// fill reads until n bytes are unread. The whole wait is bounded by
+// read_timeout: a frame that has begun must arrive at a steady pace, not a
+// byte at a time just inside the bound.
 func (s *streamReader) fill(n int) error {
 	if s.Len() >= n {
 		return nil
 	}
-	if s.r+n > len(s.buf) {
-		if err := s.resize(n); err != nil {
-			return err
-		}
+	if s.partial > 0 {
+		_ = s.conn.SetReadDeadline(time.Now().Add(s.partial))
+		s.deadline = true
+	} else {
+		s.unbound()
 	}
 	for s.Len() < n {
-		s.setDeadline()
-		k, err := s.conn.Read(s.buf[s.w:])
-		s.w += k
-		if err != nil {
+		if err := s.read(n); err != nil {
 			if s.Len() >= n {
 				return nil
 			}
@@ -113,36 +176,87 @@ func (s *streamReader) fill(n int) error {
 	return nil
 }
 
-// resize makes room for n unread bytes behind what was consumed and not
-// released: in a new buffer, since the slices returned from the old one
-// stay valid until Release. It grows only when n does not fit at all, so
-// a steady stream of frames, read after each Release from the front of
-// the buffer, allocates nothing.
-func (s *streamReader) resize(n int) error {
-	size := len(s.buf)
-	if size < n {
-		size = max(n, 2*size, streamReadMin)
-		if s.grow != nil && !s.grow(len(s.buf), size) {
-			return errStreamBudget
-		}
+// read reads once into the free space behind the unread bytes, making
+// room first, toward want unread bytes, if there is none.
+func (s *streamReader) read(want int) error {
+	if s.w == len(s.buf) && !s.grow(want) {
+		return errStreamBudget
 	}
-	buf := make([]byte, size)
-	s.w = copy(buf, s.buf[s.r:s.w])
-	s.r = 0
-	s.buf = buf
-	return nil
+	k, err := s.conn.Read(s.buf[s.w:])
+	s.w += k
+	return err
 }
 
-// setDeadline bounds the read when a frame has begun (read_timeout) and
-// lifts the bound between frames.
-func (s *streamReader) setDeadline() {
-	want := s.partial > 0 && s.Len() > 0
+// grow makes room to read toward n unread bytes. With no slice out since
+// the last Release, the unread bytes move to the front in place; with
+// nothing unread, reading goes on behind the slices out. Otherwise a new
+// buffer takes the unread bytes: twice as large when n needs more (at most
+// what n needs, at least streamReadMin), else the same size.
+func (s *streamReader) grow(n int) bool {
 	switch {
-	case want:
-		_ = s.conn.SetReadDeadline(time.Now().Add(s.partial))
-		s.deadline = true
-	case s.deadline:
+	case s.held == 0 && s.r > 0:
+		s.w = copy(s.buf, s.buf[s.r:s.w])
+		s.r = 0
+	case s.Len() == 0 && s.held < len(s.buf):
+		s.r, s.w = s.held, s.held
+	}
+	if s.w < len(s.buf) {
+		return true
+	}
+	size := max(len(s.buf), streamReadMin)
+	if n > size {
+		size = min(2*size, n)
+	}
+	return s.resize(size)
+}
+
+// resize moves the unread bytes to a buffer of size bytes (the
+// connection's own one for streamReadMin, else a pooled one), charging or
+// giving back the difference. The buffer left goes back to its pool when
+// no slice of it is out.
+func (s *streamReader) resize(size int) bool {
+	delta := bigCharge(size) - bigCharge(len(s.buf))
+	if delta != 0 && s.charge != nil && !s.charge(delta) {
+		return false
+	}
+	var buf []byte
+	var big *[]byte
+	switch {
+	case size <= streamReadMin && (s.base == nil || s.held != 0 && len(s.buf) == streamReadMin):
+		s.base = make([]byte, streamReadMin) // the old one has slices out
+		buf = s.base
+	case size <= streamReadMin:
+		buf = s.base
+	default:
+		buf, big = getStreamBuf(size)
+	}
+	s.w = copy(buf, s.buf[s.r:s.w])
+	if s.held == 0 {
+		putStreamBuf(s.big)
+	}
+	s.r, s.held = 0, 0 // the old array stays with the slices out
+	s.buf, s.big = buf, big
+	return true
+}
+
+// bigCharge is what a buffer of n bytes charges to max_buffered_bytes: a
+// connection's own streamReadMin buffer is not charged, a larger one is.
+func bigCharge(n int) int {
+	if n <= streamReadMin {
+		return 0
+	}
+	return n
+}
+
+// unbound lifts the read deadline.
+func (s *streamReader) unbound() {
+	if s.deadline {
 		_ = s.conn.SetReadDeadline(time.Time{})
 		s.deadline = false
 	}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
