@@ -68,6 +68,8 @@ func (s *Server) classify(side string, err error, log *zerolog.Logger) closeCaus
 		c.reason, c.err = reasonClientClosed, cw.error
 	case errors.As(err, &uw):
 		c.reason, c.err = reasonUpstreamClosed, uw.error
+	case errors.Is(err, relay.ErrClientGone):
+		c.reason, c.err = reasonClientClosed, nil
 	case errors.Is(err, correlate.ErrClosed), errors.Is(err, netpoll.ErrEOF), errors.Is(err, netpoll.ErrConnClosed),
 		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed):
 		c.reason, c.err = side+" closed", nil

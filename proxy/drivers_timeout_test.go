@@ -99,7 +99,8 @@ func TestDriversOversizeDropStall(t *testing.T) {
 				t.Errorf("client stalled mid-body of a refused frame: still open after 3s (read_timeout 300ms)")
 				return
 			}
-			t.Logf("closed after %v", time.Since(start)); t.Logf("log: %s", env.logs)
+			t.Logf("closed after %v", time.Since(start))
+			t.Logf("log: %s", env.logs)
 		})
 	}
 }

@@ -133,6 +133,10 @@ func (p *pair) WaitStart() { p.waitStart() }
 // WaitEnd ends a wait begun by WaitStart.
 func (p *pair) WaitEnd() { p.waitEnd() }
 
+// Gone reports whether the client has closed (relay.Link): netpoll runs
+// no close callback while the handler waits.
+func (p *pair) Gone() bool { return !p.client.IsActive() }
+
 // Released says the session released the client's input mid-batch
 // (relay.Link): nothing is pinned for the flush any more.
 func (p *pair) Released() { p.unpin(fromClient) }

@@ -187,6 +187,18 @@ func (st *stream) WaitStart() {}
 // WaitEnd ends a wait begun by WaitStart.
 func (st *stream) WaitEnd() {}
 
+// Gone reports whether the client has closed (relay.Link). Nothing reads
+// the client while its relay waits, so this peeks: a read of what fits in
+// the buffer's free space, at most a millisecond, sees the close (what it
+// reads is kept for the relay).
+func (st *stream) Gone() bool {
+	if st.closed.Load() {
+		return true
+	}
+	err := st.cr.peekClose()
+	return err != nil && !isTimeout(err)
+}
+
 // Released (relay.Link): nothing is pinned by this driver.
 func (st *stream) Released() {}
 

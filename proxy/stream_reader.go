@@ -149,6 +149,20 @@ func (s *streamReader) tryFill(n int, wait time.Duration) error {
 	return nil
 }
 
+// peekClose reads for at most a millisecond into the free space behind
+// the unread bytes, without growing the buffer, and returns the read's
+// error: how a relay that is not reading learns its peer has gone.
+func (s *streamReader) peekClose() error {
+	if s.w == len(s.buf) {
+		return nil // no room: it will be read when the relay goes on
+	}
+	_ = s.conn.SetReadDeadline(time.Now().Add(time.Millisecond))
+	s.deadline = true
+	k, err := s.conn.Read(s.buf[s.w:])
+	s.w += k
+	return err
+}
+
 // fill reads until n bytes are unread. The whole wait is bounded by
 // read_timeout: a frame that has begun must arrive at a steady pace, not a
 // byte at a time just inside the bound.

@@ -12,6 +12,8 @@ var (
 	// ErrOverflow: the client's unread input passed max_unread_bytes
 	// while its relay waited.
 	ErrOverflow = errors.New("unread input over max_unread_bytes")
+	// ErrClientGone: the client closed its side while its relay waited.
+	ErrClientGone = errors.New("client closed while its requests waited")
 	// ErrWouldWait: a frame relayed with mayWait false needed to wait (a
 	// full table, a SASL answer). A driver checks for room before such a
 	// batch, so this is a driver bug, and closes the connection.

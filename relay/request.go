@@ -197,6 +197,9 @@ func (s *Session) push(e correlate.Entry, up *Batch, mayWait bool) (int32, error
 			if s.link.Unread() > s.env.MaxUnread {
 				return 0, ErrOverflow
 			}
+			if s.link.Gone() {
+				return 0, ErrClientGone
+			}
 		default:
 			return 0, err
 		}

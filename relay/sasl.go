@@ -59,6 +59,9 @@ func (s *Session) awaitAnswer(up *Batch) error {
 			if s.link.Unread() > s.env.MaxUnread {
 				return ErrOverflow
 			}
+			if s.link.Gone() {
+				return ErrClientGone
+			}
 		default:
 			return err
 		}

@@ -32,6 +32,10 @@ type Link interface {
 	// Released says the session released the client's input mid-batch
 	// (a refused frame dropped as it arrived).
 	Released()
+	// Gone reports whether the client has closed its side, checked while
+	// the session waits: a client that leaves while its requests wait for
+	// room must not keep its pair open until the broker answers.
+	Gone() bool
 }
 
 // Session is one client connection and its upstream connection, as Kafka

@@ -41,6 +41,7 @@ func (l *link) Unread() int { return l.unread }
 func (l *link) WaitStart()  { l.waits.Add(1) }
 func (l *link) WaitEnd()    {}
 func (l *link) Released()   {}
+func (l *link) Gone() bool  { return false }
 func (l *link) Answer(async bool) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
