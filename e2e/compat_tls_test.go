@@ -123,9 +123,9 @@ func (k *tlsKproxies) of(mode string, term termination) *harness.Kproxy {
 }
 
 // handshakeSeries is kproxy's counter of completed handshakes on the side
-// that a path's kproxy speaks TLS on.
+// that a path's kproxy speaks TLS on: client (tls.listener) or upstream.
 func handshakeSeries(term termination) string {
-	side := "listener"
+	side := "client"
 	if term == termUpstream {
 		side = "upstream"
 	}
