@@ -254,21 +254,28 @@ func (k *Kafka) jvmArgs() []string {
 	}
 }
 
+// listener is one of the broker's listeners.
+type listener struct {
+	name, addr string
+	advertised string // "" for the controller's, which is not advertised
+	protocol   string // PLAINTEXT, SASL_PLAINTEXT or SSL
+}
+
 func (k *Kafka) properties(t testing.TB) string {
-	names := []string{"DIRECT", "CONTROLLER", "PROXIED", "DIRECTSASL", "PROXIEDSASL"}
-	addrs := []string{k.Direct, k.controller, k.Proxied, k.DirectSASL, k.ProxiedSASL}
-	advertised := []string{k.Direct, "", k.ProxyAddr, k.DirectSASL, k.ProxySASLAddr}
-	protocols := []string{"PLAINTEXT", "PLAINTEXT", "PLAINTEXT", "SASL_PLAINTEXT", "SASL_PLAINTEXT"}
-	for _, l := range k.TLS.listeners() {
-		names, addrs, advertised, protocols = append(names, l[0]), append(addrs, l[1]), append(advertised, l[2]), append(protocols, l[3])
-	}
-	var listeners, adv, protoMap []string
-	for i, n := range names {
-		listeners = append(listeners, n+"://"+addrs[i])
-		if advertised[i] != "" {
-			adv = append(adv, n+"://"+advertised[i])
+	ls := append([]listener{
+		{"DIRECT", k.Direct, k.Direct, "PLAINTEXT"},
+		{"CONTROLLER", k.controller, "", "PLAINTEXT"},
+		{"PROXIED", k.Proxied, k.ProxyAddr, "PLAINTEXT"},
+		{"DIRECTSASL", k.DirectSASL, k.DirectSASL, "SASL_PLAINTEXT"},
+		{"PROXIEDSASL", k.ProxiedSASL, k.ProxySASLAddr, "SASL_PLAINTEXT"},
+	}, k.TLS.listeners()...)
+	var listeners, advertised, protocols []string
+	for _, l := range ls {
+		listeners = append(listeners, l.name+"://"+l.addr)
+		if l.advertised != "" {
+			advertised = append(advertised, l.name+"://"+l.advertised)
 		}
-		protoMap = append(protoMap, n+":"+protocols[i])
+		protocols = append(protocols, l.name+":"+l.protocol)
 	}
 	jaasPlain := fmt.Sprintf(`org.apache.kafka.common.security.plain.PlainLoginModule required user_%s="%s";`, PlainUser, PlainPassword)
 	jaasScram := `org.apache.kafka.common.security.scram.ScramLoginModule required;`
@@ -279,8 +286,8 @@ func (k *Kafka) properties(t testing.TB) string {
 		"controller.listener.names=CONTROLLER",
 		"inter.broker.listener.name=DIRECT",
 		"listeners=" + strings.Join(listeners, ","),
-		"advertised.listeners=" + strings.Join(adv, ","),
-		"listener.security.protocol.map=" + strings.Join(protoMap, ","),
+		"advertised.listeners=" + strings.Join(advertised, ","),
+		"listener.security.protocol.map=" + strings.Join(protocols, ","),
 		"sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-512",
 		"listener.name.directsasl.plain.sasl.jaas.config=" + jaasPlain,
 		"listener.name.proxiedsasl.plain.sasl.jaas.config=" + jaasPlain,

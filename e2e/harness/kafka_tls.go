@@ -48,10 +48,9 @@ func newKafkaTLS(t testing.TB, ports []int) KafkaTLS {
 	}
 }
 
-// listeners are the name, address, advertised address and security
-// protocol of each TLS-cell listener.
-func (k KafkaTLS) listeners() [][4]string {
-	return [][4]string{
+// listeners are the TLS cells' listeners.
+func (k KafkaTLS) listeners() []listener {
+	return []listener{
 		{"DIRECTTLS", k.DirectTLS, k.DirectTLS, "SSL"},
 		{"DIRECTMTLS", k.DirectMTLS, k.DirectMTLS, "SSL"},
 		{"TERMTLS", k.TermTLS, k.ProxyTermTLSAddr, "PLAINTEXT"},
