@@ -18,6 +18,7 @@ import (
 	"github.com/kproxy/kproxy/logging"
 	"github.com/kproxy/kproxy/policy"
 	"github.com/kproxy/kproxy/proxy"
+	"github.com/kproxy/kproxy/tlsconf"
 	"github.com/kproxy/kproxy/tracing"
 )
 
@@ -30,6 +31,7 @@ type File struct {
 	Log       logging.Config   `yaml:"log"`
 	Tracing   tracing.Config   `yaml:"tracing"`
 	Policies  policy.Config    `yaml:"policies"`
+	TLS       tlsconf.Config   `yaml:"tls"`
 }
 
 // Defaults is the configuration of an empty file.
@@ -42,6 +44,7 @@ func Defaults() File {
 		Log:       logging.Defaults(),
 		Tracing:   tracing.Defaults(),
 		Policies:  policy.Defaults(),
+		TLS:       tlsconf.Defaults(),
 	}
 }
 
@@ -115,6 +118,7 @@ func (f File) Validate(file string, root *yaml.Node) error {
 		{"log", f.Log.Validate()},
 		{"tracing", f.Tracing.Validate()},
 		{"policies", f.Policies.Validate()},
+		{"tls", f.TLS.Validate()},
 	}
 	for _, s := range sections {
 		var fe *fielderr.Error

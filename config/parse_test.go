@@ -2,6 +2,7 @@ package config
 
 import (
 	"github.com/kproxy/kproxy/policy"
+	"github.com/kproxy/kproxy/tlsconf"
 	"github.com/kproxy/kproxy/tracing"
 	"reflect"
 	"testing"
@@ -43,6 +44,11 @@ func TestLoadFull(t *testing.T) {
 		{Name: "orders-rate", Match: policy.Selector{APIs: []string{"Produce"}, Topics: []string{"orders*"}},
 			Limits: policy.Limits{BytesPerSecond: 1048576, Key: "client_id"}, Action: "throttle"},
 	}}
+	want.TLS = tlsconf.Config{ReloadInterval: 30 * time.Second,
+		Listener: &tlsconf.Listener{CertFile: "/etc/kproxy/tls/tls.crt", KeyFile: "/etc/kproxy/tls/tls.key",
+			ClientCAFile: "/etc/kproxy/tls/ca.crt", ClientAuth: "request", MinVersion: "1.3", HandshakeTimeout: 5 * time.Second},
+		Upstream: &tlsconf.Upstream{CAFile: "/etc/kproxy/broker-ca.crt", CertFile: "/etc/kproxy/client/tls.crt",
+			KeyFile: "/etc/kproxy/client/tls.key", ServerName: "kafka.internal", InsecureSkipVerify: true, HandshakeTimeout: 7 * time.Second}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("Load:\n got %+v\nwant %+v", got, want)
 	}

@@ -35,6 +35,8 @@ func TestValidate(t *testing.T) {
 			"proxy.max_buffered_bytes", 4, "at least 2052"},
 		{"negative buffered", "proxy:\n  upstream: b:9092\n  max_buffered_bytes: -1\n",
 			"proxy.max_buffered_bytes", 3, "must be 0"},
+		{"tls client_auth without a CA", "proxy:\n  upstream: b:9092\ntls:\n  listener:\n    cert_file: c\n    key_file: k\n    client_auth: require\n",
+			"tls.listener.client_auth", 7, "needs client_ca_file"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

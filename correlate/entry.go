@@ -1,10 +1,6 @@
 package correlate
 
-import (
-	"time"
-
-	"github.com/kproxy/kproxy/tracing"
-)
+import "time"
 
 // Kind says how an entry's response will arrive.
 type Kind uint8
@@ -33,9 +29,11 @@ type Entry struct {
 	SaslRounds int8
 	// Response is the whole frame of a Synthetic entry.
 	Response []byte
-	// Span is the request's span (nil when not traced); the table carries
-	// it and never looks.
-	Span *tracing.Span
+	// Span is the request's span, or nil when it is not traced: an opaque
+	// value the table carries and never looks at, so correlate depends on
+	// no tracer. Whoever sets it must leave it nil (not a typed nil) when
+	// there is no span.
+	Span any
 	// Throttle is the delay a policy put on this request, written into
 	// its response's throttle_time_ms.
 	Throttle time.Duration

@@ -2,7 +2,6 @@ package correlate
 
 import (
 	"errors"
-	"github.com/kproxy/kproxy/tracing"
 	"math"
 	"testing"
 	"time"
@@ -15,7 +14,7 @@ import (
 func TestFIFO(t *testing.T) {
 	tb := New(8)
 	start := time.Unix(1700000000, 0)
-	span, throttle := &tracing.Span{}, 250*time.Millisecond
+	span, throttle := new(int), 250*time.Millisecond
 	var ids []int32
 	next := 0
 	push := func(n int) {

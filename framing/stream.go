@@ -1,10 +1,6 @@
 package framing
 
-import (
-	"encoding/binary"
-
-	"github.com/cloudwego/netpoll"
-)
+import "encoding/binary"
 
 // discardChunk is how much of a refused body is waited for and dropped at
 // a time, so memory held for it stays at one chunk.
@@ -17,13 +13,13 @@ const discardChunk = 64 << 10
 // What it has read is released as it goes, so the caller must hold no
 // slice of the reader's buffer while it streams.
 type Stream struct {
-	r    netpoll.Reader
+	r    Source
 	left int // bytes of the frame not yet read
 	read int // bytes read since the last release
 }
 
 // NewStream reads the next n bytes of r as one frame body.
-func NewStream(r netpoll.Reader, n int) *Stream { return &Stream{r: r, left: n} }
+func NewStream(r Source, n int) *Stream { return &Stream{r: r, left: n} }
 
 // Left is how many bytes of the frame remain.
 func (s *Stream) Left() int { return s.left }

@@ -48,6 +48,20 @@ type Selector struct {
 	ExceptTopics []string `yaml:"except_topics"`
 	// Listener is the proxy.listen address the request arrived on.
 	Listener string `yaml:"listener"`
+	// Principal is a glob over the identities of the connection's
+	// verified TLS client certificate (tls.listener with client_ca_file):
+	// its URI SANs, such as SPIFFE IDs, and its subject CN. It matches
+	// when any of them matches ("spiffe://cluster.local/ns/payments/*"),
+	// and never on a connection with no identity (plaintext, or no client
+	// certificate): a rule keyed on who the client is fails closed for a
+	// client that did not say.
+	Principal string `yaml:"principal"`
+	// ExceptPrincipals turns principal around, for allow-lists by
+	// identity: the rule matches a connection none of whose identities
+	// any glob there matches, a connection with no identity included
+	// (it is in no list), so "only payments may delete topics" refuses
+	// anonymous clients too.
+	ExceptPrincipals []string `yaml:"except_principals"`
 }
 
 // Limits make a rule act only on requests over them.
@@ -108,6 +122,9 @@ func (c Config) Validate() error {
 		if err := checkGlob(r.Match.ClientID); err != nil {
 			return fielderr.New(at+"match.client_id", "bad glob: "+err.Error())
 		}
+		if err := checkGlob(r.Match.Principal); err != nil {
+			return fielderr.New(at+"match.principal", "bad glob: "+err.Error())
+		}
 		for j, api := range r.Match.APIs {
 			if _, ok := framing.KeyForName(api); !ok {
 				return fielderr.New(fmt.Sprintf("%smatch.apis.%d", at, j), fmt.Sprintf("unknown Kafka API %q", api))
@@ -121,7 +138,7 @@ func (c Config) Validate() error {
 		for _, list := range []struct {
 			name  string
 			globs []string
-		}{{"topics", r.Match.Topics}, {"except_topics", r.Match.ExceptTopics}} {
+		}{{"topics", r.Match.Topics}, {"except_topics", r.Match.ExceptTopics}, {"except_principals", r.Match.ExceptPrincipals}} {
 			for j, t := range list.globs {
 				if err := checkGlob(t); err != nil {
 					return fielderr.New(fmt.Sprintf("%smatch.%s.%d", at, list.name, j), "bad glob: "+err.Error())

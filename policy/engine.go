@@ -61,8 +61,14 @@ type Request struct {
 	Conn         *ConnState
 }
 
-// ConnState holds one client connection's per-connection buckets.
+// ConnState holds one client connection's per-connection state: its
+// buckets, and who the client is.
 type ConnState struct {
+	// Principals are the identities of the connection's verified TLS
+	// client certificate (tlsconf.Identities), set once by the driver
+	// before the first request and read-only after; nil for none.
+	Principals []string
+
 	mu      sync.Mutex
 	engine  *Engine // the rule set the buckets belong to
 	buckets map[*rule]*meter
@@ -103,6 +109,8 @@ type rule struct {
 	// selects those kproxy does not know too.
 	exceptAPIs bool
 	clientID   glob
+	principal  glob
+	exceptPrin []glob
 	topics     []glob
 	except     []glob
 	m          ruleMetrics
@@ -151,6 +159,10 @@ func New(c Config, m *Metrics) *Engine {
 			cr.apis[k] = true
 		}
 		cr.clientID = compileGlob(r.Match.ClientID)
+		cr.principal = compileGlob(r.Match.Principal)
+		for _, p := range r.Match.ExceptPrincipals {
+			cr.exceptPrin = append(cr.exceptPrin, compileGlob(p))
+		}
 		for _, t := range r.Match.Topics {
 			cr.topics = append(cr.topics, compileGlob(t))
 		}
@@ -333,10 +345,46 @@ func (ru *rule) selects(r *Request, body *framing.Body) bool {
 	if ru.Match.Listener != "" && ru.Match.Listener != r.Listener {
 		return false
 	}
+	if ru.Match.Principal != "" && !ru.matchPrincipal(r.Conn) {
+		return false
+	}
+	if len(ru.exceptPrin) > 0 && ru.exceptsPrincipal(r.Conn) {
+		return false
+	}
 	if len(ru.topics) > 0 || len(ru.except) > 0 {
 		return ru.matchTopics(r, body) != noTopic
 	}
 	return true
+}
+
+// matchPrincipal reports whether any identity of the connection matches
+// the rule's principal glob; a connection without one matches none.
+func (ru *rule) matchPrincipal(c *ConnState) bool {
+	if c == nil {
+		return false
+	}
+	for _, p := range c.Principals {
+		if ru.principal.match(p) {
+			return true
+		}
+	}
+	return false
+}
+
+// exceptsPrincipal reports whether an identity of the connection is in
+// the rule's except_principals; a connection without one is in no list.
+func (ru *rule) exceptsPrincipal(c *ConnState) bool {
+	if c == nil {
+		return false
+	}
+	for _, p := range c.Principals {
+		for _, g := range ru.exceptPrin {
+			if g.match(p) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // byTopic reports whether the rule selects by topic (and so needs bodies).

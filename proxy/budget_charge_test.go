@@ -5,8 +5,10 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
 
 	"github.com/kproxy/kproxy/correlate"
+	"github.com/kproxy/kproxy/relay"
 )
 
 // lenServer is a Server with no sockets, enough for the budget and the
@@ -15,13 +17,15 @@ func lenServer(max int64) *Server {
 	s := &Server{cfg: Defaults(), m: NewMetrics(prometheus.NewRegistry()), pairs: map[*pair]struct{}{},
 		waitKick: make(chan struct{}, 1)}
 	s.budget.max = max
+	s.env = &relay.Env{Table: correlate.Config{MaxInFlight: 8}, Metrics: s.m.relay, Policies: &s.policies}
 	return s
 }
 
 // lenPair adds to s a pair whose sides are lenConns.
 func lenPair(s *Server) (p *pair, client, upstream *lenConn) {
 	client, upstream = &lenConn{}, &lenConn{}
-	p = &pair{s: s, client: client, upstream: upstream, table: correlate.New(8), done: make(chan struct{})}
+	p = &pair{s: s, client: client, upstream: upstream, done: make(chan struct{})}
+	p.sess = relay.New(s.env, p, zerolog.Nop(), nil)
 	s.pairs[p] = struct{}{}
 	return p, client, upstream
 }

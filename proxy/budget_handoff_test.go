@@ -67,8 +67,8 @@ func TestBufferBudgetChargesABatchHandedOnFromThePoller(t *testing.T) {
 		if _, err := c.Write(apiVersionsV0(i)); err != nil {
 			t.Fatal(err)
 		}
-		want := p.responses.Load() + 1
-		waitFor(t, 10*time.Second, "the response relayed", func() bool { return p.responses.Load() == want || flushing() })
+		want := p.sess.Stats().Responses + 1
+		waitFor(t, 10*time.Second, "the response relayed", func() bool { return p.sess.Stats().Responses == want || flushing() })
 	}
 	if p.holding.pinned[fromUpstream].Load() != 0 {
 		t.Logf("the waiting batch was relayed in the pool")

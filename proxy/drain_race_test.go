@@ -163,7 +163,7 @@ func TestDrainEndsAfterKproxysOwnAnswer(t *testing.T) {
 		p.wmu.Unlock()
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(10 * time.Second); p.table.Len() == 0; time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); p.sess.InFlight() == 0; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			p.wmu.Unlock()
 			t.Fatal("the refused request never reached the in-flight table")

@@ -63,8 +63,8 @@ func TestUpstreamKilledMidStream(t *testing.T) {
 	if d := time.Since(start); d > 2*time.Second {
 		t.Fatalf("client connection closed %v after the upstream died", d)
 	}
-	waitFor(t, time.Second, "3 failed requests counted", func() bool { return testutil.ToFloat64(env.m.failed) == 3 })
-	if g := testutil.ToFloat64(env.m.inFlight); g != 0 {
+	waitFor(t, time.Second, "3 failed requests counted", func() bool { return testutil.ToFloat64(env.m.relay.Failed) == 3 })
+	if g := testutil.ToFloat64(env.m.relay.InFlight); g != 0 {
 		t.Fatalf("in-flight gauge %v after close, want 0", g)
 	}
 }

@@ -41,6 +41,13 @@ func startProxy(t testing.TB, upstream string, opts ...envOpt) *testEnv {
 // startTracedProxy is startProxy with a tracer.
 func startTracedProxy(t testing.TB, upstream string, tr *tracing.Tracer, opts ...envOpt) *testEnv {
 	t.Helper()
+	return startProxyWith(t, upstream, tr, nil, opts...)
+}
+
+// startProxyWith is startTracedProxy with setup run on the server before
+// it listens (SetTLS).
+func startProxyWith(t testing.TB, upstream string, tr *tracing.Tracer, setup func(*Server), opts ...envOpt) *testEnv {
+	t.Helper()
 	cfg, fc, cc := Defaults(), framing.Defaults(), correlate.Defaults()
 	cfg.Listen, cfg.Upstream = "127.0.0.1:0", upstream
 	cfg.DrainTimeout = 2 * time.Second
@@ -57,6 +64,9 @@ func startTracedProxy(t testing.TB, upstream string, tr *tracing.Tracer, opts ..
 	srv, err := New(cfg, fc, cc, zerolog.New(w).Level(zerolog.DebugLevel), m, tr)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if setup != nil {
+		setup(srv)
 	}
 	if err := srv.Listen(); err != nil {
 		t.Fatal(err)
@@ -99,7 +109,7 @@ func startTracedKfake(t testing.TB, kopts []kfake.Opt, tr *tracing.Tracer, opts 
 
 // requests is the number of requests kproxy read for an API name.
 func (e *testEnv) requests(api string) float64 {
-	return testutil.ToFloat64(e.m.requests.WithLabelValues(api))
+	return testutil.ToFloat64(e.m.relay.Requests.WithLabelValues(api))
 }
 
 // waitFor polls cond until it holds or d passes.

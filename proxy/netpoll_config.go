@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"runtime"
+	"sync"
 
 	"github.com/cloudwego/netpoll"
 )
@@ -16,16 +17,26 @@ import (
 // under 150 MiB.
 const connBufferBytes = 1 << 10
 
-// netpoll reads these globals as connections are made, and its docs ask
-// for Configure in init, before any connection exists. With batches
-// relayed on the pollers (runTask), the pollers do the relaying, so there
-// is one per CPU kproxy may use (GOMAXPROCS follows the container's CPU
-// limit) rather than netpoll's default of one per 20.
-func init() {
-	netpoll.LinkBufferCap = connBufferBytes
-	err := netpoll.Configure(netpoll.Config{BufferSize: connBufferBytes, Runner: runTask,
-		PollerNum: max(1, runtime.GOMAXPROCS(0))})
-	if err != nil {
-		panic(err) // only fails for a bad poller count
-	}
+var netpollOnce struct {
+	sync.Once
+	err error
+}
+
+// ConfigureNetpoll sets netpoll's process-wide settings for kproxy's
+// relay: its buffer sizes, runTask as the runner (so batches that cannot
+// block are relayed on the poller), and one poller per CPU kproxy may use
+// (GOMAXPROCS follows the container's CPU limit) rather than netpoll's
+// default of one per 20. netpoll reads these globals as connections are
+// made, so the program calls it once at start, before any Server
+// listens; it is not done on import, so that a program that only loads a
+// configuration (kproxy validate, tools) leaves netpoll as it found it.
+// Later calls do nothing. A Server without it works, relaying every batch
+// in netpoll's goroutine pool.
+func ConfigureNetpoll() error {
+	netpollOnce.Do(func() {
+		netpoll.LinkBufferCap = connBufferBytes
+		netpollOnce.err = netpoll.Configure(netpoll.Config{BufferSize: connBufferBytes, Runner: runTask,
+			PollerNum: max(1, runtime.GOMAXPROCS(0))})
+	})
+	return netpollOnce.err
 }

@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/cloudwego/netpoll"
+
+	"github.com/kproxy/kproxy/relay"
 )
 
 // overflowSweep is how often the pairs whose relay is blocked are checked
@@ -155,9 +157,9 @@ func (s *Server) sweepWaiting(over []overflowing) ([]overflowing, bool) {
 		}
 		switch {
 		case p.client.Reader().Len() > s.cfg.MaxUnreadBytes:
-			over = append(over, overflowing{p, "client", errOverflow})
+			over = append(over, overflowing{p, "client", relay.ErrOverflow})
 		case p.upstream.Reader().Len() > s.cfg.MaxUnreadBytes:
-			over = append(over, overflowing{p, "upstream", errOverflow})
+			over = append(over, overflowing{p, "upstream", relay.ErrOverflow})
 		case p.stalled(toClient, now):
 			over = append(over, overflowing{p, "client", errWriteStalled})
 		case p.stalled(toUpstream, now):

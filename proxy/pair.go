@@ -11,8 +11,7 @@ import (
 	"github.com/cloudwego/netpoll"
 	"github.com/rs/zerolog"
 
-	"github.com/kproxy/kproxy/correlate"
-	"github.com/kproxy/kproxy/policy"
+	"github.com/kproxy/kproxy/relay"
 	"github.com/kproxy/kproxy/tracing"
 )
 
@@ -25,13 +24,15 @@ type pair struct {
 	log      zerolog.Logger
 	client   netpoll.Connection
 	upstream netpoll.Connection
-	table    *correlate.Table
-	wmu      sync.Mutex // serializes writes to the client
-	opened   time.Time
-	peer     *tracing.Peer // nil when tracing is off
-	// ending holds the traced responses of the batch being written; their
-	// spans end once the batch is flushed. Used under wmu.
-	ending []ending
+	// sess is the Kafka half of the pair: the relay rules, the InFlight
+	// table, the policy state, the spans and counters.
+	sess   *relay.Session
+	wmu    sync.Mutex // serializes writes to the client
+	opened time.Time
+	// upBatch and cliBatch are the frames of the batch being relayed in
+	// the goroutine pool, upstream (owned by the client handler) and to
+	// the client (under wmu); a batch on the poller uses its rawConn's.
+	upBatch, cliBatch relay.Batch
 	// upMu is held by whoever writes upstream: the client handler, or a
 	// goroutine finishing a raw send it handed over.
 	upMu sync.Mutex
@@ -47,17 +48,6 @@ type pair struct {
 	clientTask, upstreamTask sync.Mutex
 	inClient, inUpstream     bool
 	upHanded, clientHanded   bool
-
-	// Owned by the client handler: the policy state of this connection,
-	// the client id as a string (a client keeps one), and the time until
-	// which a throttle mutes the client (unix nanoseconds).
-	conn       policy.ConnState
-	clientID   string
-	mutedUntil int64
-	batchRules *policy.Engine // the rules an inline batch was admitted with
-	in         tally          // the requests of the batch being relayed
-
-	out tally // the responses of the batch being written; used under wmu
 
 	draining atomic.Bool
 	closed   atomic.Bool
@@ -88,9 +78,6 @@ type pair struct {
 
 	// holding is what the pair has charged to Server.budget.
 	holding holding
-
-	requests, responses atomic.Int64
-	bytesIn, bytesOut   atomic.Int64
 }
 
 // Close reasons, as logged.
@@ -108,8 +95,7 @@ func (s *Server) onConnect(ctx context.Context, client netpoll.Connection) conte
 	log := s.log.With().Str("client", client.RemoteAddr().String()).Logger()
 	if why := s.reserve(); why != "" {
 		refuse(client)
-		s.m.refused.WithLabelValues(why).Inc()
-		log.Warn().Str("reason", why).Msg("connection refused")
+		s.turnAway(&log, why)
 		return ctx
 	}
 	up, err := netpoll.DialConnection("tcp", s.cfg.Upstream, s.cfg.DialTimeout)
@@ -120,18 +106,18 @@ func (s *Server) onConnect(ctx context.Context, client netpoll.Connection) conte
 		log.Error().Err(err).Str("upstream", s.cfg.Upstream).Msg("upstream dial failed; client connection reset")
 		return ctx
 	}
-	p := &pair{s: s, client: client, upstream: up, table: correlate.New(s.table.MaxInFlight),
-		opened: time.Now(), done: make(chan struct{}), out: tally{responses: true}}
+	p := &pair{s: s, client: client, upstream: up, opened: time.Now(), done: make(chan struct{})}
 	p.log = log.With().Str("upstream", up.LocalAddr().String()+">"+s.cfg.Upstream).Logger()
+	var peer *tracing.Peer
 	if s.tracer.On() {
-		p.peer = tracing.NewPeer(client.RemoteAddr().String(), s.cfg.Upstream, s.topics)
+		peer = tracing.NewPeer(client.RemoteAddr().String(), s.cfg.Upstream, s.topics)
 	}
-	if why := s.add(p); why != "" {
+	p.sess = relay.New(s.env, p, p.log, peer)
+	if why := register(s, s.pairs, p); why != "" {
 		s.unreserve()
 		refuse(client)
 		up.Close()
-		s.m.refused.WithLabelValues(why).Inc()
-		log.Warn().Str("reason", why).Msg("connection refused")
+		s.turnAway(&log, why)
 		return ctx
 	}
 	for _, conn := range []netpoll.Connection{client, up} {
@@ -175,7 +161,7 @@ func (s *Server) onRequest(ctx context.Context, c netpoll.Connection) error {
 // reaches the broker to have its response dropped by the close.
 func (p *pair) drain() {
 	p.draining.Store(true)
-	if p.table.Drain() {
+	if p.sess.Drain() {
 		go p.closeIfDrained() // may wait for a response batch being written
 	}
 }
@@ -189,7 +175,7 @@ func (p *pair) closeIfDrained() {
 		return
 	}
 	p.wmu.Lock()
-	drained := p.table.Drained()
+	drained := p.sess.Drained()
 	p.wmu.Unlock()
 	if drained {
 		p.close(reasonDrained, nil)
@@ -209,28 +195,28 @@ func (p *pair) close(reason string, err error) bool {
 	p.upstreamTask.Unlock()
 	p.clientTask.Unlock()
 	p.releaseHeld()
-	left := p.table.Close()
-	for _, e := range left {
-		p.s.tracer.Fail(e.Span, "kproxy.connection_closed")
-	}
-	p.s.m.inFlight.Sub(float64(len(left)))
-	p.s.m.failed.Add(float64(len(left)))
+	failed := p.sess.Close()
 	p.s.m.open.Dec()
-	p.s.remove(p)
+	unregister(p.s, p.s.pairs, p)
 	close(p.done)
-	ev := p.log.Info()
+	logClosed(p.log, reason, err, p.opened, p.sess.Stats(), failed)
+	return true
+}
+
+// logClosed writes a connection's one closing line.
+func logClosed(log zerolog.Logger, reason string, err error, opened time.Time, st relay.Stats, failed int) {
+	ev := log.Info()
 	if err != nil {
-		ev = p.log.Warn().Err(err)
+		ev = log.Warn().Err(err)
 	}
 	ev.Str("reason", reason).
-		Dur("duration_ms", time.Since(p.opened)).
-		Int64("requests", p.requests.Load()).
-		Int64("responses", p.responses.Load()).
-		Int64("bytes_in", p.bytesIn.Load()).
-		Int64("bytes_out", p.bytesOut.Load()).
-		Int("failed_in_flight", len(left)).
+		Dur("duration_ms", time.Since(opened)).
+		Int64("requests", st.Requests).
+		Int64("responses", st.Responses).
+		Int64("bytes_in", st.BytesIn).
+		Int64("bytes_out", st.BytesOut).
+		Int("failed_in_flight", failed).
 		Msg("connection closed")
-	return true
 }
 
 // recoverPanic closes the pair whose handler panicked; other pairs go on.
@@ -243,7 +229,7 @@ func (p *pair) recoverPanic(side string, c netpoll.Connection) {
 		case side == "client" && p.inClient:
 			p.abandonPanic(c, p.up)
 		case side == "upstream" && p.inUpstream:
-			p.failEnding()
+			p.sess.EndSpans(false)
 			p.abandonPanic(c, p.cli)
 		default:
 			p.close("panic", errors.New("relay panicked"))
@@ -255,8 +241,7 @@ func (p *pair) recoverPanic(side string, c netpoll.Connection) {
 // slices point into the input about to be released.
 func (p *pair) abandonPanic(c netpoll.Connection, out *rawConn) {
 	p.failing.Store(true)
-	clear(out.iov)
-	out.iov = out.iov[:0]
+	out.iov.Reset()
 	dropInput(c.Reader())
 	go p.close("panic", errors.New("relay panicked"))
 }

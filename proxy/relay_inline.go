@@ -14,13 +14,12 @@ import (
 // blocking. What the socket does not take is flushed by a goroutine that
 // keeps upMu until it is done, so nothing overtakes it.
 func (p *pair) relayRequestsInline(r netpoll.Reader) {
-	w := p.upstream.Writer()
 	max := p.s.framing.MaxRequestBytes
 	var err error
 	for err == nil && r.Len() >= framing.SizeLen {
 		var frame []byte
 		if frame, err = framing.Next(r, max); err == nil {
-			err = p.forward(frame, r, w)
+			err = p.sess.Request(frame, &p.up.iov, false)
 		}
 	}
 	if errors.Is(err, correlate.ErrDraining) {
@@ -28,7 +27,7 @@ func (p *pair) relayRequestsInline(r netpoll.Reader) {
 		// when netpoll calls again for it); what was pushed before goes.
 		err = nil
 	}
-	p.in.apply(p)
+	p.sess.CountRequests()
 	p.s.m.batch[batchRequests][onPoller].Inc()
 	if err == nil {
 		var all bool
@@ -39,8 +38,7 @@ func (p *pair) relayRequestsInline(r netpoll.Reader) {
 		}
 	}
 	if err != nil {
-		clear(p.up.iov)
-		p.up.iov = p.up.iov[:0]
+		p.up.iov.Reset()
 		p.abandon(r, "client", err)
 		return
 	}
@@ -51,13 +49,12 @@ func (p *pair) relayRequestsInline(r netpoll.Reader) {
 // upstreamInline found buffered (all whole) and writes them to the client
 // without blocking; the caller holds wmu.
 func (p *pair) relayResponsesInline(r netpoll.Reader) {
-	w := p.client.Writer()
 	max := p.s.framing.MaxResponseBytes
 	var err error
 	for err == nil && r.Len() >= framing.SizeLen {
 		var frame []byte
 		if frame, err = framing.Next(r, max); err == nil {
-			err = p.deliver(frame, w)
+			err = p.sess.Response(frame, &p.cli.iov)
 		}
 	}
 	p.s.m.batch[batchResponses][onPoller].Inc()
@@ -69,25 +66,21 @@ func (p *pair) relayResponsesInline(r netpoll.Reader) {
 			p.clientHanded = true // runTask hands wmu to a goroutine that flushes w
 		}
 	}
-	if err != nil {
-		p.out.drop() // not delivered
-	}
 	if !p.clientHanded { // else finishSend counts the batch once it is flushed
-		p.out.apply(p)
+		p.sess.Written(err == nil)
 	}
 	if err != nil {
-		clear(p.cli.iov)
-		p.cli.iov = p.cli.iov[:0]
-		p.failEnding()
+		p.cli.iov.Reset()
+		p.sess.EndSpans(false)
 		p.abandon(r, "upstream", err)
 		return
 	}
 	// The spans read the response bytes, which Release gives back.
-	p.endSpans()
+	p.sess.EndSpans(true)
 	r.Release()
 	// The caller holds wmu: drained means every response is written, but
 	// for what a goroutine still flushes (finishSend checks after it).
-	if p.draining.Load() && !p.clientHanded && p.table.Drained() {
+	if p.draining.Load() && !p.clientHanded && p.sess.Drained() {
 		go p.close(reasonDrained, nil)
 	}
 }
@@ -114,10 +107,7 @@ func (p *pair) finishSend(w netpoll.Writer, to int, owner interface{ Unlock() },
 	}
 	p.handBack(from, in)
 	if to == toClient {
-		if err != nil {
-			p.out.drop()
-		}
-		p.out.apply(p) // under wmu, which owner is
+		p.sess.Written(err == nil) // under wmu, which owner is
 	}
 	if err != nil {
 		p.closeOnError(side, wrap(err))
@@ -134,26 +124,6 @@ func (p *pair) abandon(r netpoll.Reader, side string, err error) {
 	p.failing.Store(true)
 	dropInput(r)
 	go p.closeOnError(side, err)
-}
-
-// writeUp adds a request frame to the batch going upstream.
-func (p *pair) writeUp(w netpoll.Writer, frame []byte) error {
-	if p.inClient {
-		p.up.iov = append(p.up.iov, frame)
-		return nil
-	}
-	_, err := w.WriteBinary(frame)
-	return err
-}
-
-// writeClient adds a response frame to the batch going to the client.
-func (p *pair) writeClient(w netpoll.Writer, frame []byte) error {
-	if p.inUpstream {
-		p.cli.iov = append(p.cli.iov, frame)
-		return nil
-	}
-	_, err := w.WriteBinary(frame)
-	return err
 }
 
 // dropInput discards what r holds. A handler that will not relay it must

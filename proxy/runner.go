@@ -70,18 +70,18 @@ func runTask(ctx context.Context, f func()) {
 // relayed on the poller, and if so takes clientTask and the upstream
 // writer.
 func (p *pair) clientInline() bool {
-	if !p.s.inline || p.up == nil || p.failing.Load() || p.draining.Load() || p.mutedUntil != 0 {
+	if !p.s.inline || p.up == nil || p.failing.Load() || p.draining.Load() || p.sess.MayMute() {
 		return false
 	}
 	eng := p.s.policies.Load()
 	if eng.MayThrottle() {
 		return false // a throttle pauses the client, which the poller cannot
 	}
-	if p.table.Sasl() {
+	if p.sess.Sasl() {
 		return false // frames may have to wait for the broker's answer
 	}
 	k, largest, keys, ok := wholeFrames(p.client.Reader(), p.s.framing.MaxRequestBytes, true)
-	if !ok || keys.handshake || p.table.Len()+k > p.s.table.MaxInFlight {
+	if !ok || keys.handshake || !p.sess.Room(k) {
 		return false // a SaslHandshake v0 would hold the frames behind it
 	}
 	if keys.produce && p.s.tracer.InflatesRecords() {
@@ -93,7 +93,7 @@ func (p *pair) clientInline() bool {
 	if !p.clientTask.TryLock() {
 		return false
 	}
-	p.batchRules = eng // the rules this batch was admitted with
+	p.sess.PinRules(eng) // the rules this batch was admitted with
 	// Checked under clientTask: close sets closed before it waits for it.
 	if p.closed.Load() || !p.upMu.TryLock() {
 		p.clientTask.Unlock()

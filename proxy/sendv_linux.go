@@ -9,6 +9,8 @@ import (
 	"unsafe"
 
 	"github.com/cloudwego/netpoll"
+
+	"github.com/kproxy/kproxy/relay"
 )
 
 // maxIovecs is how many slices one sendmsg takes (Linux IOV_MAX is 1024).
@@ -25,7 +27,7 @@ type rawConn struct {
 	// number that has been closed and reused.
 	mu   sync.RWMutex
 	gone bool
-	iov  [][]byte // the batch being written; used by the writer's owner
+	iov  relay.Batch // the batch being written; used by the writer's owner
 	vecs []unix.Iovec
 }
 

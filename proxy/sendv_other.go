@@ -2,11 +2,15 @@
 
 package proxy
 
-import "github.com/cloudwego/netpoll"
+import (
+	"github.com/cloudwego/netpoll"
+
+	"github.com/kproxy/kproxy/relay"
+)
 
 // rawConn writes a socket directly; only Linux has it, elsewhere every
 // batch goes through netpoll's writer in the goroutine pool.
-type rawConn struct{ iov [][]byte }
+type rawConn struct{ iov relay.Batch }
 
 func newRawConn(netpoll.Connection) *rawConn { return nil }
 

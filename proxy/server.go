@@ -16,6 +16,7 @@ import (
 	"github.com/kproxy/kproxy/correlate"
 	"github.com/kproxy/kproxy/framing"
 	"github.com/kproxy/kproxy/policy"
+	"github.com/kproxy/kproxy/relay"
 	"github.com/kproxy/kproxy/tracing"
 )
 
@@ -28,6 +29,8 @@ type Server struct {
 	m       *Metrics
 	tracer  *tracing.Tracer
 	topics  *framing.TopicIDs // learnt from Metadata when something reads topics
+	// env is what the pairs' sessions share.
+	env *relay.Env
 	// inline lets runTask relay batches on the poller; a linger keeps
 	// a goroutine per busy connection instead.
 	inline bool
@@ -37,9 +40,14 @@ type Server struct {
 	ln       netpoll.Listener
 	loop     netpoll.EventLoop
 	draining atomic.Bool
+	// tls, when it speaks TLS on either side, has the listener's pairs
+	// relayed by the stream driver, accepted on sln instead of ln.
+	tls *serverTLS
+	sln net.Listener
 
-	mu    sync.Mutex
-	pairs map[*pair]struct{}
+	mu      sync.Mutex
+	pairs   map[*pair]struct{}
+	streams map[*stream]struct{}
 	// budget counts the bytes all pairs hold against max_buffered_bytes.
 	budget budget
 	// slots counts the clients paired or being paired (their upstream
@@ -79,8 +87,10 @@ func New(cfg Config, fr framing.Config, tc correlate.Config, log zerolog.Logger,
 		log.Info().Int("max_buffered_bytes", cfg.MaxBufferedBytes).Str("from", from).Msg("process-wide buffer budget")
 	}
 	s := &Server{cfg: cfg, framing: fr, table: tc, log: log, m: m, tracer: tracer, topics: framing.NewTopicIDs(), inline: cfg.Linger == 0,
-		pairs: make(map[*pair]struct{}), idle: make(chan struct{}), stop: make(chan struct{}),
+		pairs: make(map[*pair]struct{}), streams: make(map[*stream]struct{}), idle: make(chan struct{}), stop: make(chan struct{}),
 		waitKick: make(chan struct{}, 1)}
+	s.env = &relay.Env{Framing: fr, Table: tc, Metrics: m.relay, Tracer: tracer, Topics: s.topics,
+		Policies: &s.policies, Listener: cfg.Listen, MaxUnread: cfg.MaxUnreadBytes}
 	s.budget.max = int64(cfg.MaxBufferedBytes)
 	m.budgetUsed.Store(&s.budget.used)
 	loop, err := netpoll.NewEventLoop(s.onRequest, netpoll.WithOnConnect(s.onConnect))
@@ -95,12 +105,16 @@ func New(cfg Config, fr framing.Config, tc correlate.Config, log zerolog.Logger,
 // their next request on.
 func (s *Server) SetPolicies(e *policy.Engine) { s.policies.Store(e) }
 
-// readsTopics reports whether anything needs topic names: the tracer, or a
-// rule set.
-func (s *Server) readsTopics() bool { return s.tracer.On() || !s.policies.Load().Empty() }
-
 // Listen binds the client port.
 func (s *Server) Listen() error {
+	if s.tls.on() {
+		ln, err := net.Listen("tcp", s.cfg.Listen)
+		if err != nil {
+			return fmt.Errorf("listen on %s: %w", s.cfg.Listen, err)
+		}
+		s.sln = ln
+		return nil
+	}
 	ln, err := netpoll.CreateListener("tcp", s.cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", s.cfg.Listen, err)
@@ -110,11 +124,24 @@ func (s *Server) Listen() error {
 }
 
 // Addr is the bound client address (after Listen).
-func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+func (s *Server) Addr() net.Addr {
+	if s.sln != nil {
+		return s.sln.Addr()
+	}
+	return s.ln.Addr()
+}
 
-// Serve runs the netpoll event loop on the listener until Drain ends it.
+// Serve relays clients until Drain ends it: on the netpoll event loop, or
+// with the stream driver when TLS is on.
 func (s *Server) Serve() error {
-	s.log.Info().Str("listen", s.ln.Addr().String()).Str("upstream", s.cfg.Upstream).Msg("kproxy listening")
+	s.log.Info().Str("listen", s.Addr().String()).Str("upstream", s.cfg.Upstream).
+		Bool("tls_client", s.tls.clientTLS()).Bool("tls_upstream", s.tls.upstreamTLS()).
+		Msg("kproxy listening")
+	if s.sln != nil {
+		err := s.serveStreams()
+		s.stopOnce.Do(func() { close(s.stop) })
+		return err
+	}
 	s.watchOnce.Do(func() { go s.watchOverflow() })
 	err := s.loop.Serve(s.ln)
 	s.stopOnce.Do(func() { close(s.stop) })
@@ -124,10 +151,16 @@ func (s *Server) Serve() error {
 // Ready reports why the server should not get traffic, or nil.
 func (s *Server) Ready(ctx context.Context) error {
 	switch {
-	case s.ln == nil:
+	case s.ln == nil && s.sln == nil:
 		return errors.New("not listening")
 	case s.draining.Load():
 		return errors.New("draining")
+	}
+	if s.tls.on() {
+		if err := s.readyStream(ctx); err != nil {
+			return fmt.Errorf("upstream %s unreachable: %w", s.cfg.Upstream, err)
+		}
+		return nil
 	}
 	var d net.Dialer
 	ctx, cancel := context.WithTimeout(ctx, min(s.cfg.DialTimeout, 2*time.Second))
@@ -152,10 +185,14 @@ func (s *Server) Drain(ctx context.Context) error {
 		s.mu.Unlock()
 		return errors.New("already draining")
 	}
-	n := len(s.pairs)
-	live := make([]*pair, 0, n)
+	n := len(s.pairs) + len(s.streams)
+	live := make([]*pair, 0, len(s.pairs))
 	for p := range s.pairs {
 		live = append(live, p)
+	}
+	streams := make([]*stream, 0, len(s.streams))
+	for st := range s.streams {
+		streams = append(streams, st)
 	}
 	if n == 0 {
 		close(s.idle)
@@ -164,6 +201,9 @@ func (s *Server) Drain(ctx context.Context) error {
 	s.log.Info().Int("connections", n).Msg("draining")
 	for _, p := range live {
 		p.drain()
+	}
+	for _, st := range streams {
+		st.drain()
 	}
 	defer s.stopLoop()
 	select {
@@ -177,16 +217,27 @@ func (s *Server) Drain(ctx context.Context) error {
 	for p := range s.pairs {
 		live = append(live, p)
 	}
+	streams = streams[:0]
+	for st := range s.streams {
+		streams = append(streams, st)
+	}
 	s.mu.Unlock()
 	for _, p := range live {
 		p.close(reasonDrainTimeout, nil)
 	}
-	s.log.Warn().Int("connections", len(live)).Msg("drain timeout: closed connections with requests in flight")
+	for _, st := range streams {
+		st.close(reasonDrainTimeout, nil)
+	}
+	s.log.Warn().Int("connections", len(live)+len(streams)).Msg("drain timeout: closed connections with requests in flight")
 	return ctx.Err()
 }
 
 func (s *Server) stopLoop() {
 	s.stopOnce.Do(func() { close(s.stop) })
+	if s.sln != nil {
+		s.sln.Close()
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	s.loop.Shutdown(ctx)
@@ -216,29 +267,37 @@ func (s *Server) reserve() string {
 // unreserve gives back a slot taken by reserve for a client not paired.
 func (s *Server) unreserve() { s.slots.Add(-1) }
 
-// add registers p, whose slot reserve took, unless the server is draining,
-// and says why not.
-func (s *Server) add(p *pair) string {
+// register adds c (a *pair or a *stream), whose slot reserve took, to m
+// unless the server is draining, and says why not.
+func register[C comparable](s *Server, m map[C]struct{}, c C) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.draining.Load() {
 		return "draining"
 	}
-	s.pairs[p] = struct{}{}
+	m[c] = struct{}{}
 	s.m.open.Inc()
 	s.m.accepted.Inc()
 	return ""
 }
 
-func (s *Server) remove(p *pair) {
+// unregister removes c from m, gives back its slot, and ends a drain that
+// waited for it.
+func unregister[C comparable](s *Server, m map[C]struct{}, c C) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.pairs[p]; !ok {
+	if _, ok := m[c]; !ok {
 		return
 	}
-	delete(s.pairs, p)
+	delete(m, c)
 	s.unreserve()
-	if s.draining.Load() && len(s.pairs) == 0 {
+	if s.draining.Load() && len(s.pairs)+len(s.streams) == 0 {
 		close(s.idle)
 	}
+}
+
+// turnAway counts and logs a client refused for why.
+func (s *Server) turnAway(log *zerolog.Logger, why string) {
+	s.m.refused.WithLabelValues(why).Inc()
+	log.Warn().Str("reason", why).Msg("connection refused")
 }

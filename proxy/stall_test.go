@@ -93,7 +93,7 @@ func TestWriteTimeoutClosesAStalledReader(t *testing.T) {
 	if n := testutil.ToFloat64(env.m.writeStalls.WithLabelValues("client")); n != 1 {
 		t.Fatalf("write stall closes = %v, want 1", n)
 	}
-	if n := testutil.ToFloat64(env.m.responses.WithLabelValues("ApiVersions")); n != 0 {
+	if n := testutil.ToFloat64(env.m.relay.Responses.WithLabelValues("ApiVersions")); n != 0 {
 		t.Fatalf("responses counted = %v, want 0: the response was never delivered", n)
 	}
 	if !env.logs.contains(`"responses":0`) {

@@ -84,6 +84,18 @@ func NewPeer(client, upstream string, ids *framing.TopicIDs) *Peer {
 	return p
 }
 
+// PrincipalKey is the span attribute naming the client's proven identity
+// (the first of tlsconf.Identities: a SPIFFE ID or a certificate CN).
+const PrincipalKey = attribute.Key("kproxy.principal")
+
+// SetPrincipal adds the client's proven identity to every span of the
+// pair; nil-safe. Call it before the pair's first request.
+func (p *Peer) SetPrincipal(name string) {
+	if p != nil && name != "" {
+		p.attrs = append(p.attrs, PrincipalKey.String(name))
+	}
+}
+
 // Span is a traced request waiting for its response. The OpenTelemetry
 // span is built only when the pair completes, with its start time set back
 // to the request's: one allocation of attributes instead of growing them

@@ -25,6 +25,9 @@ import (
 // proxy/harness_test.go does, and drains it at the end of the test.
 func testKproxy(t testing.TB, upstream string) string {
 	t.Helper()
+	if err := proxy.ConfigureNetpoll(); err != nil {
+		t.Fatal(err)
+	}
 	cfg := proxy.Defaults()
 	cfg.Listen, cfg.Upstream, cfg.DrainTimeout = "127.0.0.1:0", upstream, 2*time.Second
 	srv, err := proxy.New(cfg, framing.Defaults(), correlate.Defaults(), zerolog.Nop(),

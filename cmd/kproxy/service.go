@@ -18,6 +18,7 @@ import (
 	"github.com/kproxy/kproxy/logging"
 	"github.com/kproxy/kproxy/policy"
 	"github.com/kproxy/kproxy/proxy"
+	"github.com/kproxy/kproxy/tlsconf"
 	"github.com/kproxy/kproxy/tracing"
 )
 
@@ -30,6 +31,7 @@ type service struct {
 	tracer *tracing.Tracer
 	pm     *policy.Metrics
 	reg    *prometheus.Registry
+	certs  *tlsconf.Store // the tls section's files, reloaded as they change
 	// beforeDrain, when set, runs once a signal arrives and before the
 	// drain: demo stops its own clients there, so they are not drained.
 	beforeDrain func()
@@ -38,6 +40,9 @@ type service struct {
 // start binds the client and admin ports and starts serving. spans, when
 // not nil, receives every span instead of the tracing section's exporter.
 func start(cfg config.File, spans sdktrace.SpanExporter) (*service, error) {
+	if err := proxy.ConfigureNetpoll(); err != nil {
+		return nil, err
+	}
 	log := logging.New(cfg.Log, os.Stderr)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -55,13 +60,20 @@ func start(cfg config.File, spans sdktrace.SpanExporter) (*service, error) {
 	if err != nil {
 		return nil, err
 	}
+	tm := tlsconf.NewMetrics(reg)
+	certs, err := tlsconf.New(cfg.TLS, tm, log)
+	if err != nil {
+		return nil, err
+	}
+	srv.SetTLS(certs, tm)
 	if err := srv.Listen(); err != nil {
+		certs.Close()
 		return nil, err
 	}
 	srv.LimitMemory()
 	pm := policy.NewMetrics(reg)
 	srv.SetPolicies(policy.New(cfg.Policies, pm))
-	s := &service{cfg: cfg, log: log, proxy: srv, tracer: tracer, pm: pm, reg: reg}
+	s := &service{cfg: cfg, log: log, proxy: srv, tracer: tracer, pm: pm, reg: reg, certs: certs}
 	if tracer.On() {
 		log.Info().Msg("tracing on: one span per request/response pair, exported over OTLP")
 	}
@@ -124,5 +136,6 @@ func (s *service) waitSignal(done <-chan struct{}) {
 		defer cancelShut()
 		s.admin.Close(shut)
 	}
+	s.certs.Close()
 	s.log.Info().Msg("kproxy stopped")
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 )
 
 // validate checks a config file and says what is wrong, with its line.
@@ -21,6 +22,10 @@ func validate(args []string) error {
 	}
 	if err := f.Validate(o.config, root); err != nil {
 		return err
+	}
+	// The TLS files must load as kproxy would load them at start.
+	if err := f.TLS.Check(time.Now()); err != nil {
+		return fmt.Errorf("%s: %w", o.config, err)
 	}
 	fmt.Printf("%s: ok\n", o.config)
 	return nil

@@ -1,13 +1,13 @@
-package proxy
+package relay
 
 import "time"
 
 // tally gathers what one batch of frames adds to the counters, so the
-// shared ones (atomics that every pair and both directions write, whose
+// shared ones (atomics that every session and both directions write, whose
 // cache lines bounce between cores) change once per batch rather than once
 // per frame. It also reads the clock once per batch: the frames of a batch
-// were read together. The client handler owns the requests' tally, and
-// whoever holds wmu the responses'.
+// were read together. The request relay owns the requests' tally, and
+// whoever writes to the client the responses'.
 type tally struct {
 	responses bool // counts responses rather than requests
 	now       time.Time
@@ -41,9 +41,9 @@ func (t *tally) endRun() {
 	if t.apiN == 0 {
 		return
 	}
-	c := t.api.requests
+	c := t.api.Requests
 	if t.responses {
-		c = t.api.responses
+		c = t.api.Responses
 	}
 	c.Add(float64(t.apiN))
 	t.apiN = 0
@@ -54,14 +54,14 @@ func (t *tally) endRun() {
 // an earlier API in a mixed batch have been counted already.
 func (t *tally) drop() { t.frames, t.bytes, t.apiN = 0, 0, 0 }
 
-// apply adds the batch to p's and the server's counters and starts the
+// apply adds the batch to s's and the process's counters and starts the
 // next batch.
-func (t *tally) apply(p *pair) {
+func (t *tally) apply(s *Session) {
 	t.endRun()
-	m := p.s.m
-	frames, bytes, total := &p.requests, &p.bytesIn, m.bytesIn
+	m := s.env.Metrics
+	frames, bytes, total := &s.requests, &s.bytesIn, m.BytesIn
 	if t.responses {
-		frames, bytes, total = &p.responses, &p.bytesOut, m.bytesOut
+		frames, bytes, total = &s.responses, &s.bytesOut, m.BytesOut
 	}
 	if t.frames != 0 {
 		frames.Add(t.frames)
@@ -71,7 +71,7 @@ func (t *tally) apply(p *pair) {
 		total.Add(float64(t.bytes))
 	}
 	if t.inFlight != 0 {
-		m.inFlight.Add(float64(t.inFlight))
+		m.InFlight.Add(float64(t.inFlight))
 	}
 	*t = tally{responses: t.responses}
 }

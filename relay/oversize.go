@@ -1,15 +1,15 @@
-package proxy
+package relay
 
 import (
 	"errors"
 	"time"
 
-	"github.com/cloudwego/netpoll"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kproxy/kproxy/correlate"
 	"github.com/kproxy/kproxy/framing"
 	"github.com/kproxy/kproxy/policy"
+	"github.com/kproxy/kproxy/tracing"
 )
 
 // maxHeaderPeek is how much is read to judge a frame by its header;
@@ -26,32 +26,35 @@ const (
 // instead, as a broker closes on a frame it will not read.
 const oversizeKept = 512 << 10
 
-// refuseOversize judges the next frame from its size and header when it
-// is over a rule's max_request_bytes: a refused frame's body is dropped as
-// it arrives, never buffered whole, and kproxy answers for the broker
-// (for Produce, MESSAGE_TOO_LARGE on every partition it named).
-func (p *pair) refuseOversize(r netpoll.Reader, w netpoll.Writer, limit int) (bool, error) {
+// RefuseOversize judges the next frame in r from its size and header when
+// it is over limit, a rule's max_request_bytes: a refused frame's body is
+// dropped as it arrives, never buffered whole, and kproxy answers for the
+// broker (for Produce, MESSAGE_TOO_LARGE on every partition it named). It
+// reports whether it refused the frame; if not, the frame is still in r.
+// It may wait for the frame: only a relay that may wait calls it.
+func (s *Session) RefuseOversize(r framing.Source, up *Batch, limit int) (bool, error) {
 	prefix, err := r.Peek(framing.SizeLen)
 	if err != nil {
 		return false, err
 	}
-	size, err := framing.CheckSize(prefix, p.s.framing.MaxRequestBytes)
+	size, err := framing.CheckSize(prefix, s.env.Framing.MaxRequestBytes)
 	if err != nil || framing.SizeLen+size <= limit {
 		return false, nil // a size error is reported by the normal path
 	}
 	want := min(framing.SizeLen+size, maxHeaderPeek)
 	if r.Len() < want {
 		// About to wait for the header: send what is ready first.
-		if err := p.flushUp(w); err != nil {
-			return false, errUpstreamWrite{err}
+		s.CountRequests()
+		if err := s.link.FlushUp(up); err != nil {
+			return false, err
 		}
 	}
 	head, err := r.Peek(want)
 	if err != nil {
 		return false, err
 	}
-	if p.table.Sasl() {
-		if raw, err := p.saslToken(head, r, w); raw || err != nil {
+	if s.table.Sasl() {
+		if raw, err := s.saslToken(head, up, true); raw || err != nil {
 			return false, err // a token is relayed untouched
 		}
 	}
@@ -67,64 +70,66 @@ func (p *pair) refuseOversize(r netpoll.Reader, w netpoll.Writer, limit int) (bo
 	if err != nil || h.HeaderVersion < 0 {
 		return false, nil // judged, or refused, on the normal path
 	}
-	if p.clientID != string(h.ClientID) {
-		p.clientID = string(h.ClientID)
+	if s.clientID != string(h.ClientID) {
+		s.clientID = string(h.ClientID)
 	}
-	v := p.s.policies.Load().CheckOversize(&policy.Request{Key: h.APIKey, Version: h.APIVersion,
-		ClientID: p.clientID, Bytes: framing.SizeLen + size, Topics: p.s.topics, Conn: &p.conn, Listener: p.s.cfg.Listen})
+	v := s.env.Policies.Load().CheckOversize(&policy.Request{Key: h.APIKey, Version: h.APIVersion,
+		ClientID: s.clientID, Bytes: framing.SizeLen + size, Topics: s.env.Topics, Conn: &s.conn, Listener: s.env.Listener})
 	if v.Outcome != policy.Reject {
 		return false, nil
 	}
 	e := correlate.Entry{APIKey: h.APIKey, APIVersion: h.APIVersion, ClientID: h.CorrelationID,
 		Start: time.Now(), ReqBytes: framing.SizeLen + size}
-	if p.peer != nil {
+	var span *tracing.Span
+	if s.peer != nil {
 		// From the header alone, while h still points into the buffer:
 		// the body is dropped unread.
 		body := framing.HeaderOnly(h)
-		e.Span = p.s.tracer.Start(p.peer, &body, p.table.NextID(), e.ReqBytes, e.Start)
-		e.Span.Policy(v.Rule, "reject", v.Reason)
+		span = s.env.Tracer.Start(s.peer, &body, s.table.NextID(), e.ReqBytes, e.Start)
+		span.Policy(v.Rule, "reject", v.Reason)
 	}
-	resp, err := p.dropOversize(r, w, h, size, v)
+	resp, err := s.dropOversize(r, up, h, size, v)
 	if err != nil {
-		p.s.tracer.Fail(e.Span, failure(err))
+		s.env.Tracer.Fail(span, failure(err))
 		return false, err
 	}
-	r.Release()
-	p.unpin(fromClient)
-	p.in.count(p.s.m.api(h.APIKey))
-	p.in.bytes += int64(e.ReqBytes)
-	p.s.m.oversizeAnswered.Inc()
-	return true, p.queueResponse(resp, e, v, r, w)
+	_ = r.Release()
+	s.link.Released()
+	s.in.count(s.env.Metrics.api(h.APIKey))
+	s.in.bytes += int64(e.ReqBytes)
+	s.env.Metrics.OversizeAnswered.Inc()
+	withSpan(&e, span)
+	return true, s.queueResponse(resp, e, v, up, true)
 }
 
 // dropOversize drops the refused frame as it arrives and returns the
 // answer to it, built from what little was kept (for Produce, the
 // partitions it names; bounded by oversizeKept).
-func (p *pair) dropOversize(r netpoll.Reader, w netpoll.Writer, h framing.RequestHeader, size int, v policy.Verdict) (kmsg.Response, error) {
+func (s *Session) dropOversize(r framing.Source, up *Batch, h framing.RequestHeader, size int, v policy.Verdict) (kmsg.Response, error) {
 	// What was relayed before may still reference the input buffer.
-	if err := p.flushUp(w); err != nil {
-		return nil, errUpstreamWrite{err}
+	s.CountRequests()
+	if err := s.link.FlushUp(up); err != nil {
+		return nil, err
 	}
 	if err := r.Skip(h.BodyOffset); err != nil {
 		return nil, err
 	}
-	// The body arrives while it is dropped, and netpoll reads ahead of
-	// the drop: on the sweep's list, what the pair holds meanwhile is
-	// charged to max_buffered_bytes and bounded by max_unread_bytes.
-	p.waitStart()
-	defer p.waitEnd()
+	// The body arrives while it is dropped; a driver that reads ahead of
+	// the drop watches what it holds meanwhile.
+	s.link.WaitStart()
+	defer s.link.WaitEnd()
 	body := framing.NewStream(r, framing.SizeLen+size-h.BodyOffset)
 	if h.APIKey == framing.KeyProduce {
 		acks, parts, err := framing.StreamProduce(body, h.APIVersion, oversizeKept)
 		if errors.Is(err, framing.ErrTooWide) {
 			v.Reason += ", naming more partitions than kproxy keeps to answer"
-			return nil, errPolicyClose{v}
+			return nil, PolicyCloseError{v}
 		}
 		if err != nil {
 			return nil, err
 		}
 		if acks == 0 || len(parts) == 0 {
-			return nil, errPolicyClose{v} // no answer is expected, or none can name an error
+			return nil, PolicyCloseError{v} // no answer is expected, or none can name an error
 		}
 		return policy.ProduceRefusal(h.APIVersion, parts, v.Code), nil
 	}
@@ -133,25 +138,12 @@ func (p *pair) dropOversize(r netpoll.Reader, w netpoll.Writer, h framing.Reques
 	}
 	req := kmsg.RequestForKey(h.APIKey)
 	if req == nil {
-		return nil, errPolicyClose{v}
+		return nil, PolicyCloseError{v}
 	}
 	req.SetVersion(h.APIVersion)
 	resp, ok := policy.ErrorResponse(req, v.Code)
 	if !ok {
-		return nil, errPolicyClose{v}
+		return nil, PolicyCloseError{v}
 	}
 	return resp, nil
-}
-
-// failure is the error type of the span of a request that got no answer
-// because of err.
-func failure(err error) string {
-	var pc errPolicyClose
-	switch {
-	case errors.As(err, &pc):
-		return "kproxy.policy_rejected"
-	case errors.Is(err, framing.ErrMalformed):
-		return "kproxy.malformed_request"
-	}
-	return "kproxy.connection_closed"
 }

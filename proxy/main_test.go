@@ -1,0 +1,16 @@
+package proxy
+
+import (
+	"fmt"
+	"os"
+	"testing"
+)
+
+// TestMain configures netpoll as cmd/kproxy does at start.
+func TestMain(m *testing.M) {
+	if err := ConfigureNetpoll(); err != nil {
+		fmt.Fprintln(os.Stderr, "proxy tests: configuring netpoll:", err)
+		os.Exit(1)
+	}
+	os.Exit(m.Run())
+}

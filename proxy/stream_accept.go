@@ -1,0 +1,140 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"net"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/kproxy/kproxy/relay"
+	"github.com/kproxy/kproxy/tracing"
+)
+
+// serveStreams accepts clients on a listener of Go's net until it is
+// closed, each relayed by a stream pair.
+func (s *Server) serveStreams() error {
+	for {
+		c, err := s.sln.Accept()
+		if err != nil {
+			select {
+			case <-s.stop:
+				return nil
+			default:
+			}
+			if errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				time.Sleep(10 * time.Millisecond)
+				continue
+			}
+			// Out of file descriptors and the like: the listener stays,
+			// and accepting resumes once the cause passes.
+			s.log.Error().Err(err).Msg("accept failed")
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		go s.onStream(c)
+	}
+}
+
+// onStream pairs a client accepted by serveStreams: the TLS handshake
+// with it (bounded by the handshake timeout), the upstream dial with its
+// own handshake, then a stream pair relays until either side closes.
+func (s *Server) onStream(raw net.Conn) {
+	log := s.log.With().Str("client", raw.RemoteAddr().String()).Logger()
+	if why := s.reserve(); why != "" {
+		resetConn(raw)
+		s.turnAway(&log, why)
+		return
+	}
+	client, names, err := s.tls.accept(raw)
+	if err != nil {
+		s.unreserve()
+		raw.Close()
+		log.Warn().Err(err).Msg("connection closed")
+		return
+	}
+	up, err := s.dialStream(context.Background(), log)
+	if err != nil {
+		s.unreserve()
+		resetConn(raw)
+		return
+	}
+	plog := log.With().Str("upstream", up.LocalAddr().String()+">"+s.cfg.Upstream)
+	var peer *tracing.Peer
+	if s.tracer.On() {
+		peer = tracing.NewPeer(raw.RemoteAddr().String(), s.cfg.Upstream, s.topics)
+	}
+	if len(names) > 0 {
+		plog = plog.Str("principal", names[0])
+		peer.SetPrincipal(names[0])
+	}
+	st := newStream(s, plog.Logger(), client, up)
+	st.sess = relay.New(s.env, st, st.log, peer)
+	st.sess.SetPrincipals(names)
+	if why := register(s, s.streams, st); why != "" {
+		s.unreserve()
+		resetConn(raw)
+		up.Close()
+		s.turnAway(&log, why)
+		return
+	}
+	st.log.Info().Bool("tls_client", s.tls.clientTLS()).Bool("tls_upstream", s.tls.upstreamTLS()).Msg("connection opened")
+	go st.runUpstream()
+	st.runClient()
+}
+
+// dialStream connects to the upstream, with a TLS handshake when the
+// upstream speaks TLS. A failure is counted and logged here, naming its
+// cause.
+func (s *Server) dialStream(ctx context.Context, log zerolog.Logger) (net.Conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.DialTimeout)
+	defer cancel()
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", s.cfg.Upstream)
+	if err != nil {
+		s.m.dialFailures.Inc()
+		log.Error().Err(err).Str("upstream", s.cfg.Upstream).Msg("upstream dial failed; client connection reset")
+		return nil, err
+	}
+	tc, err := s.tls.dial(c, s.cfg.Upstream, time.Time{}, true)
+	if err != nil {
+		c.Close()
+		s.m.dialFailures.Inc()
+		log.Error().Err(err).Str("upstream", s.cfg.Upstream).Msg("client connection reset")
+		return nil, err
+	}
+	return tc, nil
+}
+
+// readyStream checks the upstream as a pair would reach it, TLS
+// handshake included.
+func (s *Server) readyStream(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, min(s.cfg.DialTimeout, 2*time.Second))
+	defer cancel()
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", s.cfg.Upstream)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	dl, _ := ctx.Deadline()
+	tc, err := s.tls.dial(c, s.cfg.Upstream, dl, false)
+	if err != nil {
+		return err
+	}
+	return tc.Close()
+}
+
+// resetConn closes a client kproxy will not serve with a TCP reset (see
+// refuse).
+func resetConn(c net.Conn) {
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0)
+	}
+	c.Close()
+}

@@ -1,0 +1,39 @@
+package relay
+
+import (
+	"sync/atomic"
+
+	"github.com/rs/zerolog"
+
+	"github.com/kproxy/kproxy/correlate"
+	"github.com/kproxy/kproxy/framing"
+	"github.com/kproxy/kproxy/policy"
+	"github.com/kproxy/kproxy/tracing"
+)
+
+// Env is what every session of one listener shares.
+type Env struct {
+	Framing framing.Config
+	Table   correlate.Config
+	Metrics *Metrics
+	Tracer  *tracing.Tracer // nil or off: no spans
+	// Topics are the topic ids learnt from Metadata responses, for rules
+	// and spans that name topics.
+	Topics *framing.TopicIDs
+	// Policies is the rule set in force; a reload swaps it, and sessions
+	// apply it from their next request.
+	Policies *atomic.Pointer[policy.Engine]
+	// Listener is the proxy.listen address, as rules match it.
+	Listener string
+	// MaxUnread is max_unread_bytes: a session waiting (full table, SASL
+	// answer) fails with ErrOverflow when the client's unread input
+	// passes it.
+	MaxUnread int
+}
+
+// readsTopics reports whether anything needs topic names: the tracer, or a
+// rule set.
+func (e *Env) readsTopics() bool { return e.Tracer.On() || !e.Policies.Load().Empty() }
+
+// logger is the session's, for policy refusals at debug level.
+type logger = zerolog.Logger

@@ -1,0 +1,204 @@
+package relay
+
+import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kproxy/kproxy/correlate"
+	"github.com/kproxy/kproxy/framing"
+	"github.com/kproxy/kproxy/policy"
+	"github.com/kproxy/kproxy/tracing"
+)
+
+// Request relays one whole request frame from the client: it is added to
+// up with kproxy's correlation id, recorded in the table unless it expects
+// no response, or answered in the broker's place when a policy refuses it.
+// With mayWait false it never blocks: a frame that would have to wait
+// fails with ErrWouldWait, and answers kproxy makes are written by the
+// driver from another goroutine. correlate.ErrDraining means the frame was
+// not sent, nor may any after it be.
+func (s *Session) Request(frame []byte, up *Batch, mayWait bool) error {
+	s.in.bytes += int64(len(frame))
+	if s.table.Sasl() {
+		raw, err := s.saslToken(frame, up, mayWait)
+		if err != nil {
+			return err
+		}
+		if raw {
+			if _, err := s.push(correlate.Entry{Kind: correlate.RawToken, Start: s.in.stamp()}, up, mayWait); err != nil {
+				return err
+			}
+			up.Add(frame)
+			return nil
+		}
+	}
+	h, err := framing.ParseRequestHeader(frame)
+	if err != nil {
+		return err
+	}
+	s.in.count(s.env.Metrics.api(h.APIKey))
+	e := correlate.Entry{Kind: correlate.Forwarded, APIKey: h.APIKey, APIVersion: h.APIVersion,
+		ClientID: h.CorrelationID, Start: s.in.stamp(), ReqBytes: len(frame)}
+	body := framing.NewBody(h, frame)
+	var span *tracing.Span
+	if s.peer != nil {
+		span = s.env.Tracer.Start(s.peer, &body, s.table.NextID(), len(frame), e.Start)
+	}
+	noResponse := false
+	if h.BodyOffset > 0 {
+		switch h.APIKey {
+		case framing.KeyProduce:
+			acks, err := framing.ProduceAcks(frame[h.BodyOffset:], h.APIVersion)
+			if err != nil {
+				s.env.Tracer.Fail(span, "kproxy.malformed_request")
+				return err
+			}
+			noResponse = acks == 0
+		case framing.KeySaslHandshake:
+			if h.APIVersion == 0 {
+				e.SaslRounds = correlate.HandshakeRounds(frame[h.BodyOffset:])
+			}
+		}
+	}
+	eng := s.env.Policies.Load()
+	if !mayWait && s.rules != nil {
+		// A batch that may not wait keeps the rules it was admitted with
+		// (none that throttle); a reload applies from the next batch.
+		eng = s.rules
+	}
+	if !eng.Empty() {
+		if s.clientID != string(h.ClientID) {
+			s.clientID = string(h.ClientID)
+		}
+		v := eng.Check(&policy.Request{Key: h.APIKey, Version: h.APIVersion, ClientID: s.clientID,
+			Bytes: len(frame), Topics: s.env.Topics, Conn: &s.conn, Listener: s.env.Listener}, &body, e.Start)
+		switch v.Outcome {
+		case policy.Reject:
+			span.Policy(v.Rule, "reject", v.Reason)
+			if noResponse {
+				s.env.Tracer.Fail(span, "kproxy.policy_rejected")
+				return PolicyCloseError{v}
+			}
+			if part := partial(&body, v); part != nil {
+				// Only some partitions are refused: the broker gets the
+				// rest, and the refused ones are added to its answer.
+				frame = policy.WithoutPartitions(frame, h, part, v.Partitions)
+				e.Amend = func(resp []byte) []byte {
+					return policy.WithRefusedPartitions(resp, h.APIVersion, v.Partitions, v.Code)
+				}
+				break
+			}
+			withSpan(&e, span)
+			return s.answer(&body, e, v, up, mayWait)
+		case policy.Throttle:
+			span.Policy(v.Rule, "throttle", v.Reason)
+			e.Throttle = v.Delay
+			s.mutedUntil = e.Start.Add(v.Delay).UnixNano()
+		}
+	}
+	if noResponse { // acks=0: no response will come, so no entry
+		up.Add(frame)
+		s.env.Tracer.End(span, h.APIKey, h.APIVersion, nil)
+		return nil
+	}
+	withSpan(&e, span)
+	id, err := s.push(e, up, mayWait)
+	if err != nil {
+		s.env.Tracer.Fail(span, "kproxy.connection_closed")
+		return err
+	}
+	framing.SetRequestCorrelationID(frame, id)
+	up.Add(frame)
+	return nil
+}
+
+// CountRequests adds the requests relayed since the last call to the
+// counters. A driver calls it before it writes them upstream: their
+// responses may be counted as soon as they are sent.
+func (s *Session) CountRequests() { s.in.apply(s) }
+
+// answer queues kproxy's own error response to a refused request in the
+// request's place.
+func (s *Session) answer(body *framing.Body, e correlate.Entry, v policy.Verdict, up *Batch, mayWait bool) error {
+	req, err := body.Request()
+	if err != nil || req == nil {
+		s.env.Tracer.Fail(spanOf(e), "kproxy.policy_rejected")
+		return PolicyCloseError{v} // a version kproxy cannot answer in
+	}
+	resp, ok := policy.ErrorResponse(req, v.Code)
+	if !ok {
+		s.env.Tracer.Fail(spanOf(e), "kproxy.policy_rejected")
+		return PolicyCloseError{v}
+	}
+	return s.queueResponse(resp, e, v, up, mayWait)
+}
+
+// queueResponse puts resp, kproxy's answer to a request refused by v, in
+// the request's place, and has the driver write it at once if nothing is
+// ahead of it.
+func (s *Session) queueResponse(resp kmsg.Response, e correlate.Entry, v policy.Verdict, up *Batch, mayWait bool) error {
+	e.Kind, e.Response = correlate.Synthetic, policy.EncodeResponse(resp, e.ClientID)
+	if _, err := s.push(e, up, mayWait); err != nil {
+		s.env.Tracer.Fail(spanOf(e), "kproxy.connection_closed")
+		return err
+	}
+	s.log.Debug().Str("rule", v.Rule).Str("api", framing.Name(e.APIKey)).Int16("error_code", v.Code).Str("reason", v.Reason).Msg("request refused by policy")
+	s.in.apply(s) // count the request before its answer
+	return s.link.Answer(!mayWait)
+}
+
+// partial returns the produce request when a verdict refuses only some of
+// its partitions, or nil when the whole request is refused.
+func partial(body *framing.Body, v policy.Verdict) *kmsg.ProduceRequest {
+	if len(v.Partitions) == 0 {
+		return nil
+	}
+	req, _ := body.Request()
+	p, ok := req.(*kmsg.ProduceRequest)
+	if !ok {
+		return nil
+	}
+	n := 0
+	for _, t := range p.Topics {
+		n += len(t.Partitions)
+	}
+	if len(v.Partitions) >= n {
+		return nil
+	}
+	return p
+}
+
+// push records e, pausing this client while the table is full. What has
+// been batched for the upstream so far is flushed first: the responses
+// that make room may be waiting on it.
+func (s *Session) push(e correlate.Entry, up *Batch, mayWait bool) (int32, error) {
+	id, err := s.table.Push(e)
+	if err != correlate.ErrFull {
+		if err == nil {
+			s.in.inFlight++
+		}
+		return id, err
+	}
+	if !mayWait { // the driver checked for room; never wait here
+		return 0, ErrWouldWait
+	}
+	s.env.Metrics.Backpressure.Inc()
+	s.CountRequests()
+	if err := s.link.FlushUp(up); err != nil {
+		return 0, err
+	}
+	for {
+		s.link.WaitStart()
+		err := s.table.WaitRoom(backpressurePoll)
+		s.link.WaitEnd()
+		switch err {
+		case nil:
+			return s.push(e, up, mayWait)
+		case correlate.ErrFull:
+			if s.link.Unread() > s.env.MaxUnread {
+				return 0, ErrOverflow
+			}
+		default:
+			return 0, err
+		}
+	}
+}

@@ -1,0 +1,166 @@
+package relay
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/kproxy/kproxy/correlate"
+	"github.com/kproxy/kproxy/policy"
+	"github.com/kproxy/kproxy/tracing"
+)
+
+// Link is what a session asks of its driver when a request cannot go on at
+// once. Only Request and RefuseOversize with mayWait call it, on the
+// goroutine relaying the client's requests.
+type Link interface {
+	// FlushUp writes and empties up, the requests batched so far: what
+	// the session is about to wait for may be their responses.
+	FlushUp(up *Batch) error
+	// Unread is how many bytes the client has sent that are not relayed
+	// yet, checked against max_unread_bytes while the session waits.
+	Unread() int
+	// WaitStart and WaitEnd bracket every wait, so a driver that reads
+	// without back-pressure can watch the input growing meanwhile.
+	WaitStart()
+	WaitEnd()
+	// Answer writes the answers kproxy has queued at the head of the
+	// table (Session.Answers) to the client. With async set the caller may
+	// not block: the driver writes them from another goroutine.
+	Answer(async bool) error
+	// Released says the session released the client's input mid-batch
+	// (a refused frame dropped as it arrived).
+	Released()
+}
+
+// Session is one client connection and its upstream connection, as Kafka
+// sees them. The request methods (Request, RefuseOversize and the
+// muting ones) are called by one goroutine at a time, the client's relay;
+// the response methods (Response, Answers, Written, EndSpans) by whoever
+// holds the driver's lock on writing to the client.
+type Session struct {
+	env   *Env
+	link  Link
+	log   zerolog.Logger
+	table *correlate.Table
+	peer  *tracing.Peer // nil when tracing is off
+
+	// Owned by the request relay: the policy state of this connection,
+	// the client id as a string (a client keeps one), the time until
+	// which a throttle mutes the client (unix nanoseconds), the rules a
+	// batch that may not wait was admitted with.
+	conn       policy.ConnState
+	clientID   string
+	mutedUntil int64
+	rules      *policy.Engine
+	in         tally // the requests of the batch being relayed
+
+	// Owned by the client writer: the responses of the batch being
+	// written, and the traced ones among them, whose spans end once the
+	// batch is flushed.
+	out    tally
+	ending []ending
+
+	requests, responses atomic.Int64
+	bytesIn, bytesOut   atomic.Int64
+}
+
+// ending is a traced response written in the current batch.
+type ending struct {
+	span         *tracing.Span
+	key, version int16
+	frame        []byte
+}
+
+// New starts the session of one connection. peer describes it to the
+// tracer (nil when tracing is off).
+func New(env *Env, link Link, log zerolog.Logger, peer *tracing.Peer) *Session {
+	return &Session{env: env, link: link, log: log, peer: peer,
+		table: correlate.New(env.Table.MaxInFlight), out: tally{responses: true}}
+}
+
+// Stats are a session's totals, for its closing log line.
+type Stats struct {
+	Requests, Responses int64
+	BytesIn, BytesOut   int64
+}
+
+// Stats reads the totals so far.
+func (s *Session) Stats() Stats {
+	return Stats{s.requests.Load(), s.responses.Load(), s.bytesIn.Load(), s.bytesOut.Load()}
+}
+
+// InFlight is how many requests await their response (kproxy's own
+// answers not yet written included).
+func (s *Session) InFlight() int { return s.table.Len() }
+
+// Room reports whether n more requests fit in the table without waiting.
+func (s *Session) Room(n int) bool { return s.table.Len()+n <= s.env.Table.MaxInFlight }
+
+// Sasl reports whether the connection is in SASL v0's raw token phase, or
+// may enter it: frames may then wait for the broker's answer.
+func (s *Session) Sasl() bool { return s.table.Sasl() }
+
+// Drain stops the session taking new requests (they fail with
+// correlate.ErrDraining, unsent) and reports whether it started the
+// drain.
+func (s *Session) Drain() bool { return s.table.Drain() }
+
+// Drained reports whether a draining session owes nothing more. The
+// caller holds the client writer, so nothing is half written.
+func (s *Session) Drained() bool { return s.table.Drained() }
+
+// Close fails what is still in flight, ending its spans, and returns how
+// many requests failed.
+func (s *Session) Close() int {
+	left := s.table.Close()
+	for _, e := range left {
+		s.env.Tracer.Fail(spanOf(e), "kproxy.connection_closed")
+	}
+	s.env.Metrics.InFlight.Sub(float64(len(left)))
+	s.env.Metrics.Failed.Add(float64(len(left)))
+	return len(left)
+}
+
+// Muted reports how long a throttle still holds this client back, 0 when
+// none does. A throttle that is over is cleared.
+func (s *Session) Muted(now time.Time) time.Duration {
+	if s.mutedUntil == 0 {
+		return 0
+	}
+	d := time.Duration(s.mutedUntil - now.UnixNano())
+	if d <= 0 {
+		s.mutedUntil = 0
+		return 0
+	}
+	return d
+}
+
+// MayMute reports whether a throttle was set and not yet cleared by Muted.
+func (s *Session) MayMute() bool { return s.mutedUntil != 0 }
+
+// PinRules makes the requests relayed until the next PinRules use eng,
+// whatever a reload puts in force meanwhile: a batch admitted to run
+// without waiting was admitted for rules that never throttle. nil unpins.
+func (s *Session) PinRules(eng *policy.Engine) { s.rules = eng }
+
+// spanOf reads an entry's span.
+func spanOf(e correlate.Entry) *tracing.Span {
+	sp, _ := e.Span.(*tracing.Span)
+	return sp
+}
+
+// withSpan sets e's span, leaving it nil (not a typed nil) when there is
+// none, as correlate asks.
+func withSpan(e *correlate.Entry, sp *tracing.Span) {
+	if sp != nil {
+		e.Span = sp
+	} else {
+		e.Span = nil
+	}
+}
+
+// SetPrincipals gives the connection the identities its client proved
+// (an mTLS certificate's names), for rules that match a principal.
+func (s *Session) SetPrincipals(names []string) { s.conn.Principals = names }
