@@ -123,13 +123,14 @@ func (k *tlsKproxies) of(mode string, term termination) *harness.Kproxy {
 }
 
 // handshakeSeries is kproxy's counter of completed handshakes on the side
-// that a path's kproxy speaks TLS on: client (tls.listener) or upstream.
+// that a path's kproxy speaks TLS on: client (tls.listener) or upstream
+// (labels in the exposition's order, by name).
 func handshakeSeries(term termination) string {
 	side := "client"
 	if term == termUpstream {
 		side = "upstream"
 	}
-	return `kproxy_tls_handshakes_total{side="` + side + `",result="ok"}`
+	return `kproxy_tls_handshakes_total{result="ok",side="` + side + `"}`
 }
 
 // before notes the handshake count of a TLS cell's proxied path; after
