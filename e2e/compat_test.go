@@ -121,9 +121,7 @@ func (e *compatEnv) runCell(t *testing.T, d kclients.Driver, s scenario) error {
 		start := time.Now()
 		conns := e.connections(t)
 		kp := e.kproxy(s, p)
-		if err := e.tls.before(t, s, p); err != nil {
-			return err
-		}
+		mark := e.tls.mark(t, s, p)
 		before := make([]float64, len(s.apis))
 		for i, api := range s.apis {
 			before[i] = kp.Metric(t, requestsOf(api))
@@ -141,7 +139,7 @@ func (e *compatEnv) runCell(t *testing.T, d kclients.Driver, s scenario) error {
 					return fmt.Errorf("%s: the client passed but sent no %s through kproxy", p.name, api)
 				}
 			}
-			if err := e.tls.after(t, s, p); err != nil {
+			if err := e.tls.check(t, s, p, mark); err != nil {
 				return err
 			}
 		}

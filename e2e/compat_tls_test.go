@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -78,7 +79,6 @@ type tlsKproxies struct {
 	kafka             *harness.Kafka
 	termTLS, termMTLS *harness.Kproxy // tls.listener
 	origTLS, origMTLS *harness.Kproxy // tls.upstream
-	handshakes        map[*harness.Kproxy]float64
 }
 
 // startTLSKproxies starts them with their tls: sections written to files.
@@ -133,27 +133,38 @@ func handshakeSeries(term termination) string {
 	return `kproxy_tls_handshakes_total{result="ok",side="` + side + `"}`
 }
 
-// before notes the handshake count of a TLS cell's proxied path; after
-// requires that it grew: the run's connections did their TLS at kproxy.
-func (k *tlsKproxies) before(t *testing.T, s scenario, p path) error {
-	if s.tls == "" || !p.proxied {
-		return nil
-	}
-	if k.handshakes == nil {
-		k.handshakes = map[*harness.Kproxy]float64{}
-	}
-	kp := k.of(s.tls, p.term)
-	k.handshakes[kp] = kp.Metric(t, handshakeSeries(p.term))
-	return nil
+// tlsMark is what a TLS cell's proxied run is checked against afterwards.
+type tlsMark struct {
+	handshakes float64 // kproxy's completed handshakes on its TLS side
+	principals int     // "connection opened" lines naming the client's identity
 }
 
-func (k *tlsKproxies) after(t *testing.T, s scenario, p path) error {
+// principalField is how kproxy's "connection opened" line names the
+// identity of the client certificate (its subject CN here).
+const principalField = `"principal":"` + harness.ClientCN + `"`
+
+// mark notes the counts of a TLS cell's proxied run before it starts.
+func (k *tlsKproxies) mark(t *testing.T, s scenario, p path) tlsMark {
+	if s.tls == "" || !p.proxied {
+		return tlsMark{}
+	}
+	kp := k.of(s.tls, p.term)
+	return tlsMark{kp.Metric(t, handshakeSeries(p.term)), strings.Count(kp.Output(), principalField)}
+}
+
+// check requires that the run did its TLS at kproxy (the handshake count
+// grew) and, where kproxy verified the client's certificate, that kproxy
+// logged the client's identity on the connections it opened.
+func (k *tlsKproxies) check(t *testing.T, s scenario, p path, m tlsMark) error {
 	if s.tls == "" || !p.proxied {
 		return nil
 	}
 	kp := k.of(s.tls, p.term)
-	if n := kp.Metric(t, handshakeSeries(p.term)); n <= k.handshakes[kp] {
+	if n := kp.Metric(t, handshakeSeries(p.term)); n <= m.handshakes {
 		return fmt.Errorf("%s: the client passed but kproxy counted no new TLS handshake (%s stayed at %v)", p.name, handshakeSeries(p.term), n)
+	}
+	if s.tls == "mtls" && p.term == termListener && strings.Count(kp.Output(), principalField) <= m.principals {
+		return fmt.Errorf("%s: the client passed but kproxy logged no connection with its identity (%s)", p.name, principalField)
 	}
 	return nil
 }
