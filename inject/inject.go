@@ -36,7 +36,7 @@ func wants(raw []byte, strict bool) (bool, error) {
 	if err != nil || ann[AnnotationInject] != "true" {
 		return false, err
 	}
-	if _, _, err := ports(ann); err != nil {
+	if _, err := asked(ann); err != nil {
 		return false, fmt.Errorf("%s: %w", meta.Kind, err)
 	}
 	return true, nil

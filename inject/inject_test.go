@@ -104,7 +104,7 @@ func TestManifestOutput(t *testing.T) {
 	}
 	objs := decodeAll(t, out)
 	sts := objs["StatefulSet/kafka"].(*appsv1.StatefulSet).Spec.Template.Spec
-	if len(sts.InitContainers) != 1 || !reflect.DeepEqual(sts.InitContainers[0], Sidecar(Defaults(), 9094, 29092)) {
+	if len(sts.InitContainers) != 1 || !reflect.DeepEqual(sts.InitContainers[0], Sidecar(Defaults(), Asked{Listen: 9094, Upstream: 29092})) {
 		t.Errorf("StatefulSet init containers: %+v", sts.InitContainers)
 	}
 	if args := strings.Join(sts.InitContainers[0].Args, " "); !strings.Contains(args, "--listen 0.0.0.0:9094 --upstream 127.0.0.1:29092") {
@@ -116,6 +116,16 @@ func TestManifestOutput(t *testing.T) {
 	}
 	if len(app.Volumes) != 2 || app.Volumes[1].Name != VolumeName || app.Volumes[1].ConfigMap.Name != "kproxy-config" {
 		t.Errorf("Deployment volumes: %+v", app.Volumes)
+	}
+	tls := objs["StatefulSet/kafka-tls"].(*appsv1.StatefulSet).Spec.Template.Spec
+	if len(tls.InitContainers) != 1 || !reflect.DeepEqual(tls.InitContainers[0], Sidecar(Defaults(), Asked{Listen: 9092, Upstream: 19092, Secret: "kafka-tls-cert"})) {
+		t.Errorf("TLS StatefulSet init containers: %+v", tls.InitContainers)
+	}
+	if p := tlsProblems(tls, "kafka-tls-cert"); len(p) > 0 {
+		t.Errorf("TLS StatefulSet: %v", p)
+	}
+	if p := tlsProblems(sts, ""); len(p) > 0 {
+		t.Errorf("plaintext StatefulSet: %v", p)
 	}
 	if u := objs["Deployment/untouched"].(*appsv1.Deployment).Spec.Template.Spec; len(u.InitContainers) != 0 || len(u.Volumes) != 0 {
 		t.Errorf("a Deployment without the annotation was changed: %+v", u)
@@ -163,7 +173,10 @@ func TestWebhook(t *testing.T) {
 	in, _ := os.ReadFile("testdata/in.yaml")
 	out, _ := os.ReadFile("testdata/out.yaml")
 	ins, outs := bytes.Split(in, []byte("\n---")), bytes.Split(out, []byte("\n---"))
-	for i := range 3 { // the two annotated workloads and the untouched one
+	if len(ins) != len(outs) {
+		t.Fatalf("%d documents in, %d out", len(ins), len(outs))
+	}
+	for i := range ins { // every document, the Service too (no patch)
 		raw, err := yaml.YAMLToJSON(ins[i])
 		if err != nil {
 			t.Fatal(err)
@@ -205,7 +218,7 @@ func TestSidecarMatchesExample(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := patch.Spec.Template.Spec.InitContainers[0]
-	got := Sidecar(Defaults(), 9092, 19092)
+	got := Sidecar(Defaults(), Asked{Listen: 9092, Upstream: 19092})
 	got.Args = want.Args
 	if !reflect.DeepEqual(got, want) {
 		gj, _ := json.MarshalIndent(got, "", " ")

@@ -8,16 +8,17 @@ import (
 	"reflect"
 
 	jsonpatch "gomodules.xyz/jsonpatch/v2"
-	corev1 "k8s.io/api/core/v1"
 )
 
 func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
 
 // Patch is the JSON Patch that injects the sidecar into the workload in
 // raw, or nil when there is nothing to do (another kind, no annotation, or
-// the sidecar and volume already as they would be made). Its operations
+// the sidecar and volumes already as they would be made). Its operations
 // touch only the init containers and volumes, by whole element, so they
-// apply to the object exactly as the user or the API server wrote it.
+// apply to the object exactly as the user or the API server wrote it. A
+// TLS Secret volume left from an injection whose annotation is gone is
+// removed.
 func Patch(raw []byte, o Options, strict bool) ([]jsonpatch.Operation, error) {
 	ok, err := wants(raw, strict)
 	if err != nil || !ok {
@@ -40,20 +41,46 @@ func Patch(raw []byte, o Options, strict bool) ([]jsonpatch.Operation, error) {
 	if err != nil {
 		return nil, err
 	}
-	listen, upstream, err := ports(ann)
+	a, err := asked(ann)
 	if err != nil {
 		return nil, err
 	}
 	pod := "/spec/template/spec"
-	sidecar := Sidecar(o, listen, upstream)
-	vol := corev1.Volume{Name: VolumeName, VolumeSource: corev1.VolumeSource{
-		ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: o.ConfigMap}}}}
 	var ops []jsonpatch.Operation
-	ops, err = ensure(ops, pod+"/initContainers", obj.Spec.Template.Spec.InitContainers, ContainerName, sidecar, true)
+	ops, err = ensure(ops, pod+"/initContainers", obj.Spec.Template.Spec.InitContainers, ContainerName, Sidecar(o, a), true)
 	if err != nil {
 		return nil, err
 	}
-	return ensure(ops, pod+"/volumes", obj.Spec.Template.Spec.Volumes, VolumeName, vol, false)
+	vols := obj.Spec.Template.Spec.Volumes
+	if vols == nil {
+		// No volumes yet: one add of them all, as a later add needs the list.
+		return append(ops, jsonpatch.NewOperation("add", pod+"/volumes", Volumes(o, a))), nil
+	}
+	for _, v := range Volumes(o, a) {
+		if ops, err = ensure(ops, pod+"/volumes", vols, v.Name, v, false); err != nil {
+			return nil, err
+		}
+	}
+	if a.Secret == "" {
+		// After the replaces above, so their indexes still hold.
+		return drop(ops, pod+"/volumes", vols, TLSVolumeName)
+	}
+	return ops, nil
+}
+
+// drop adds the removal of the element named name from the list at path,
+// if there is one.
+func drop(ops []jsonpatch.Operation, path string, list []json.RawMessage, name string) ([]jsonpatch.Operation, error) {
+	for i, el := range list {
+		var named struct{ Name string }
+		if err := json.Unmarshal(el, &named); err != nil {
+			return nil, err
+		}
+		if named.Name == name {
+			return append(ops, jsonpatch.NewOperation("remove", fmt.Sprintf("%s/%d", path, i), nil)), nil
+		}
+	}
+	return ops, nil
 }
 
 // ensure adds the operation that puts want (named name) in the list at

@@ -7,10 +7,12 @@ package inject
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // Annotations read from the pod template (or, failing that, the workload).
@@ -18,7 +20,34 @@ const (
 	AnnotationInject       = "kproxy.io/inject"        // "true" to inject
 	AnnotationListenPort   = "kproxy.io/listen-port"   // kproxy's client port, default 9092
 	AnnotationUpstreamPort = "kproxy.io/upstream-port" // the broker's loopback port, default 19092
+	// AnnotationTLSSecret names a kubernetes.io/tls Secret in the
+	// workload's namespace: kproxy then terminates TLS from clients with
+	// its tls.crt and tls.key. Unset: plaintext.
+	AnnotationTLSSecret = "kproxy.io/tls-secret"
 )
+
+// Asked is what a workload's annotations ask of its sidecar.
+type Asked struct {
+	Listen   int    // kproxy's client port
+	Upstream int    // the broker's port on 127.0.0.1
+	Secret   string // the TLS Secret's name; empty: plaintext
+}
+
+// asked reads the annotations.
+func asked(ann map[string]string) (Asked, error) {
+	listen, upstream, err := ports(ann)
+	if err != nil {
+		return Asked{}, err
+	}
+	a := Asked{Listen: listen, Upstream: upstream}
+	if name, ok := ann[AnnotationTLSSecret]; ok {
+		if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+			return Asked{}, fmt.Errorf("annotation %s=%q: want a Secret's name: %s", AnnotationTLSSecret, name, strings.Join(errs, "; "))
+		}
+		a.Secret = name
+	}
+	return a, nil
+}
 
 // Options are what the injector is told rather than the workload.
 type Options struct {
@@ -37,9 +66,18 @@ func Defaults() Options {
 const (
 	ContainerName = "kproxy"
 	VolumeName    = "kproxy-config"
+	TLSVolumeName = "kproxy-tls" // the TLS Secret's volume
 	configDir     = "/etc/kproxy"
 	adminPort     = 9190
 )
+
+// TLSDir is where the TLS Secret is mounted in the sidecar: whole, never
+// with subPath, so the kubelet's update of a renewed Secret (a swap of
+// the volume's ..data symlink) reaches kproxy, which reloads it. The
+// sidecar is run with --tls-cert TLSDir/tls.crt --tls-key TLSDir/tls.key,
+// over the ConfigMap's kproxy.yaml; that file may add the rest of
+// tls.listener (client_ca_file: /etc/kproxy/tls/ca.crt for mTLS).
+const TLSDir = configDir + "/tls"
 
 // ports reads the port annotations.
 func ports(ann map[string]string) (listen, upstream int, err error) {
@@ -60,8 +98,9 @@ func ports(ann map[string]string) (listen, upstream int, err error) {
 }
 
 // Sidecar is kproxy's container: a native sidecar (restartPolicy Always)
-// listening on listen and forwarding to the broker on 127.0.0.1:upstream.
-func Sidecar(o Options, listen, upstream int) corev1.Container {
+// listening on a.Listen and forwarding to the broker on
+// 127.0.0.1:a.Upstream, with TLS from clients when a.Secret is set.
+func Sidecar(o Options, a Asked) corev1.Container {
 	always := corev1.ContainerRestartPolicyAlways
 	yes, no := true, false
 	uid := int64(65532)
@@ -91,13 +130,20 @@ func Sidecar(o Options, listen, upstream int) corev1.Container {
 		corev1.EnvVar{Name: "OTEL_SERVICE_NAME", Value: "kproxy"},
 		corev1.EnvVar{Name: "OTEL_RESOURCE_ATTRIBUTES", Value: "k8s.pod.name=$(POD_NAME),k8s.namespace.name=$(POD_NAMESPACE),k8s.node.name=$(NODE_NAME)"},
 	)
+	listen, upstream := a.Listen, a.Upstream
+	args := []string{"run", "--config", configDir + "/kproxy.yaml",
+		"--listen", fmt.Sprintf("0.0.0.0:%d", listen), "--upstream", fmt.Sprintf("127.0.0.1:%d", upstream)}
+	mounts := []corev1.VolumeMount{{Name: VolumeName, MountPath: configDir, ReadOnly: true}}
+	if a.Secret != "" {
+		args = append(args, "--tls-cert", TLSDir+"/tls.crt", "--tls-key", TLSDir+"/tls.key")
+		mounts = append(mounts, corev1.VolumeMount{Name: TLSVolumeName, MountPath: TLSDir, ReadOnly: true})
+	}
 	return corev1.Container{
 		Name:            ContainerName,
 		Image:           o.Image,
 		ImagePullPolicy: corev1.PullIfNotPresent,
 		RestartPolicy:   &always,
-		Args: []string{"run", "--config", configDir + "/kproxy.yaml",
-			"--listen", fmt.Sprintf("0.0.0.0:%d", listen), "--upstream", fmt.Sprintf("127.0.0.1:%d", upstream)},
+		Args:            args,
 		Ports: []corev1.ContainerPort{
 			{Name: "kafka", ContainerPort: int32(listen)},
 			{Name: "kproxy-admin", ContainerPort: adminPort},
@@ -119,6 +165,18 @@ func Sidecar(o Options, listen, upstream int) corev1.Container {
 			Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
 			SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 		},
-		VolumeMounts: []corev1.VolumeMount{{Name: VolumeName, MountPath: configDir, ReadOnly: true}},
+		VolumeMounts: mounts,
 	}
+}
+
+// Volumes are the pod volumes the sidecar mounts: the ConfigMap and, when
+// asked, the TLS Secret.
+func Volumes(o Options, a Asked) []corev1.Volume {
+	v := []corev1.Volume{{Name: VolumeName, VolumeSource: corev1.VolumeSource{
+		ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: o.ConfigMap}}}}}
+	if a.Secret != "" {
+		v = append(v, corev1.Volume{Name: TLSVolumeName, VolumeSource: corev1.VolumeSource{
+			Secret: &corev1.SecretVolumeSource{SecretName: a.Secret}}})
+	}
+	return v
 }

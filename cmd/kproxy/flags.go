@@ -8,6 +8,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/kproxy/kproxy/config"
+	"github.com/kproxy/kproxy/tlsconf"
 )
 
 // options are the flags shared by run, demo and validate. A flag that is
@@ -19,6 +20,8 @@ type options struct {
 	upstream string
 	admin    string
 	logLevel string
+	tlsCert  string
+	tlsKey   string
 	check    bool
 	demoLoad bool
 }
@@ -31,6 +34,12 @@ func parseFlags(name string, args []string, stderr io.Writer) (*options, error) 
 	o.fs.StringVar(&o.upstream, "upstream", "", "broker address, HOST:PORT (proxy.upstream)")
 	o.fs.StringVar(&o.admin, "admin", "", "admin HTTP address, HOST:PORT (admin.listen)")
 	o.fs.StringVar(&o.logLevel, "log-level", "", "trace, debug, info, warn or error (log.level)")
+	if name != "demo" {
+		// For the injected sidecar, whose kproxy.yaml is the user's: the
+		// annotation that mounts the certificate's Secret names it here.
+		o.fs.StringVar(&o.tlsCert, "tls-cert", "", "certificate kproxy presents to clients, PEM (tls.listener.cert_file; turns TLS on)")
+		o.fs.StringVar(&o.tlsKey, "tls-key", "", "its key, PEM (tls.listener.key_file)")
+	}
 	if name == "demo" {
 		o.fs.BoolVar(&o.check, "check", false, "produce and consume a few records through kproxy, print them, and exit")
 		o.fs.BoolVar(&o.demoLoad, "load", false, "also run a producer and a consumer group through kproxy until stopped")
@@ -73,5 +82,12 @@ func (o *options) load() (config.File, *yaml.Node, error) {
 	set("upstream", &f.Proxy.Upstream, o.upstream)
 	set("admin", &f.Admin.Listen, o.admin)
 	set("log-level", &f.Log.Level, o.logLevel)
+	if given["tls-cert"] || given["tls-key"] {
+		if f.TLS.Listener == nil {
+			f.TLS.Listener = &tlsconf.Listener{}
+		}
+		set("tls-cert", &f.TLS.Listener.CertFile, o.tlsCert)
+		set("tls-key", &f.TLS.Listener.KeyFile, o.tlsKey)
+	}
 	return f, root, nil
 }

@@ -13,6 +13,7 @@ const usage = `kproxy: a Kafka-aware sidecar proxy
 
 Usage:
   kproxy run      [--config FILE] [--listen HOST:PORT] [--upstream HOST:PORT] [--admin HOST:PORT] [--log-level LEVEL]
+                  [--tls-cert FILE --tls-key FILE]
   kproxy demo     [--listen HOST:PORT] [--admin HOST:PORT] [--log-level LEVEL] [--check]
   kproxy validate --config FILE
   kproxy version

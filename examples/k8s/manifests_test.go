@@ -48,6 +48,8 @@ func objects(t *testing.T, file string) []any {
 			obj = &corev1.Service{}
 		case "v1 ConfigMap":
 			obj = &corev1.ConfigMap{}
+		case "v1 Pod":
+			obj = &corev1.Pod{}
 		default:
 			t.Fatalf("%s document %d: unexpected %s %s", file, i+1, meta.APIVersion, meta.Kind)
 		}
@@ -59,12 +61,14 @@ func objects(t *testing.T, file string) []any {
 	return out
 }
 
-// kustomization is the part of kustomization.yaml used here; strict
-// decoding makes any other field fail the test until it is checked too.
+// kustomization is the part of kustomization.yaml (or of a component's)
+// used here; strict decoding makes any other field fail the test until it
+// is checked too.
 type kustomization struct {
 	APIVersion string   `json:"apiVersion"`
 	Kind       string   `json:"kind"`
 	Resources  []string `json:"resources"`
+	Components []string `json:"components"`
 	Patches    []struct {
 		Path   string `json:"path"`
 		Target struct {
@@ -85,44 +89,138 @@ type example struct {
 	kafka    *appsv1.StatefulSet
 	services map[string]*corev1.Service
 	jaeger   *appsv1.Deployment
+	pods     map[string]*corev1.Pod
+	// configMaps are the generated ConfigMaps: name, then key, then the
+	// file it comes from (relative to this directory).
+	configMaps map[string]map[string]string
 }
 
-func load(t *testing.T) example {
+// load builds the example as kustomize does, with the components listed in
+// kustomization.yaml and the extra ones given (a directory each): the
+// resources, then each component's resources, generators and patches,
+// then the kustomization's own generators and patches. A component's patch
+// therefore runs before kproxy-sidecar.yaml, which wins where both set a
+// field.
+func load(t *testing.T, components ...string) example {
 	t.Helper()
-	raw, err := os.ReadFile("kustomization.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := example{services: map[string]*corev1.Service{}}
-	if err := yaml.UnmarshalStrict(raw, &e.kust); err != nil {
-		t.Fatalf("kustomization.yaml: %v", err)
-	}
-	if e.kust.Kind != "Kustomization" || e.kust.APIVersion != "kustomize.config.k8s.io/v1beta1" {
-		t.Fatalf("kustomization.yaml: %s %s", e.kust.APIVersion, e.kust.Kind)
-	}
-	for _, r := range e.kust.Resources {
-		for _, o := range objects(t, r) {
-			switch o := o.(type) {
-			case *appsv1.StatefulSet:
-				e.kafka = o
-			case *appsv1.Deployment:
-				e.jaeger = o
-			case *corev1.Service:
-				e.services[o.Name] = o
+	e := example{services: map[string]*corev1.Service{}, pods: map[string]*corev1.Pod{}, configMaps: map[string]map[string]string{}}
+	e.kust = readKustomization(t, ".", "Kustomization", "kustomize.config.k8s.io/v1beta1")
+	add := func(dir string, k kustomization) {
+		for _, r := range k.Resources {
+			for _, o := range objects(t, filepath.Join(dir, r)) {
+				switch o := o.(type) {
+				case *appsv1.StatefulSet:
+					e.kafka = o
+				case *appsv1.Deployment:
+					e.jaeger = o
+				case *corev1.Service:
+					e.services[o.Name] = o
+				case *corev1.Pod:
+					e.pods[o.Name] = o
+				}
 			}
 		}
 	}
+	generate := func(dir string, k kustomization) {
+		for _, g := range k.ConfigMapGenerator {
+			if e.configMaps[g.Name] != nil {
+				t.Fatalf("%s: ConfigMap %s is generated twice; kustomize refuses that", dir, g.Name)
+			}
+			keys := map[string]string{}
+			for _, f := range g.Files {
+				key, file, ok := strings.Cut(f, "=")
+				if !ok {
+					key, file = filepath.Base(f), f
+				}
+				keys[key] = filepath.Join(dir, file)
+			}
+			e.configMaps[g.Name] = keys
+		}
+	}
+	patch := func(dir string, k kustomization) {
+		for _, p := range k.Patches {
+			if p.Target.Kind != "StatefulSet" || p.Target.Name != e.kafka.Name {
+				t.Fatalf("patch %s targets %s %s; want the StatefulSet %s", p.Path, p.Target.Kind, p.Target.Name, e.kafka.Name)
+			}
+			path := filepath.Join(dir, p.Path)
+			objects(t, path) // strict: a misspelt field in the patch fails here
+			e.kafka = patched(t, e.kafka, path)
+		}
+	}
+	add(".", e.kust)
 	if e.kafka == nil || e.jaeger == nil || e.services["kafka"] == nil || e.services["jaeger"] == nil {
 		t.Fatalf("want the kafka StatefulSet and Service and the jaeger Deployment and Service")
 	}
-	for _, p := range e.kust.Patches {
-		if p.Target.Kind != "StatefulSet" || p.Target.Name != e.kafka.Name {
-			t.Fatalf("patch %s targets %s %s; want the StatefulSet %s", p.Path, p.Target.Kind, p.Target.Name, e.kafka.Name)
-		}
-		objects(t, p.Path) // strict: a misspelt field in the patch fails here
-		e.kafka = patched(t, e.kafka, p.Path)
+	for _, dir := range append(slices.Clone(e.kust.Components), components...) {
+		c := readKustomization(t, dir, "Component", "kustomize.config.k8s.io/v1alpha1")
+		add(dir, c)
+		generate(dir, c)
+		patch(dir, c)
 	}
+	generate(".", e.kust)
+	patch(".", e.kust)
 	return e
+}
+
+// readKustomization decodes dir/kustomization.yaml strictly and checks
+// its kind.
+func readKustomization(t *testing.T, dir, kind, apiVersion string) kustomization {
+	t.Helper()
+	file := filepath.Join(dir, "kustomization.yaml")
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var k kustomization
+	if err := yaml.UnmarshalStrict(raw, &k); err != nil {
+		t.Fatalf("%s: %v", file, err)
+	}
+	if k.Kind != kind || k.APIVersion != apiVersion {
+		t.Fatalf("%s: %s %s, want %s %s", file, k.APIVersion, k.Kind, apiVersion, kind)
+	}
+	return k
+}
+
+// sidecarConfig is the file kproxy runs with: the one its --config names,
+// through the ConfigMap volume mounted there (and that volume's items, if
+// it picks keys), back to the file in this directory it is generated from.
+func sidecarConfig(t *testing.T, e example) (file, mountDir string) {
+	t.Helper()
+	spec := e.kafka.Spec.Template.Spec
+	kp := named(t, spec.InitContainers, "kproxy")
+	if len(kp.Args) != 3 || kp.Args[0] != "run" || kp.Args[1] != "--config" {
+		t.Fatalf("kproxy args %q, want run --config FILE", kp.Args)
+	}
+	for _, m := range kp.VolumeMounts {
+		rel, err := filepath.Rel(m.MountPath, kp.Args[2])
+		if err != nil || strings.HasPrefix(rel, "..") || strings.Contains(rel, "/") {
+			continue
+		}
+		for _, v := range spec.Volumes {
+			if v.Name != m.Name || v.ConfigMap == nil {
+				continue
+			}
+			key := rel
+			if items := v.ConfigMap.Items; len(items) > 0 {
+				key = ""
+				for _, it := range items {
+					if it.Path == rel {
+						key = it.Key
+					}
+				}
+			}
+			keys, ok := e.configMaps[v.ConfigMap.Name]
+			if !ok {
+				t.Fatalf("volume %s: ConfigMap %s is not generated here", v.Name, v.ConfigMap.Name)
+			}
+			if file, ok := keys[key]; ok {
+				return file, m.MountPath
+			}
+			t.Fatalf("volume %s shows no %s from ConfigMap %s (keys %v)", v.Name, rel, v.ConfigMap.Name, keys)
+		}
+	}
+	t.Fatalf("no ConfigMap volume mounted in kproxy holds %s", kp.Args[2])
+	return "", ""
 }
 
 // patched applies the strategic-merge patch in file to sts.
@@ -170,8 +268,12 @@ func TestManifestsDecodeStrictly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range files {
-		if f == "kustomization.yaml" || f == "kproxy.yaml" {
+	tls, err := filepath.Glob("tls/*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range append(files, tls...) {
+		if b := filepath.Base(f); b == "kustomization.yaml" || b == "kproxy.yaml" {
 			continue // not Kubernetes objects; checked below
 		}
 		if len(objects(t, f)) == 0 {
@@ -179,6 +281,7 @@ func TestManifestsDecodeStrictly(t *testing.T) {
 		}
 	}
 	load(t)
+	load(t, "tls")
 }
 
 // The sidecar is wired to kproxy's own configuration: its ports, probes,
@@ -186,11 +289,11 @@ func TestManifestsDecodeStrictly(t *testing.T) {
 // it listens where kproxy forwards and advertises kproxy's port.
 func TestSidecarWiring(t *testing.T) {
 	e := load(t)
-	if len(e.kust.ConfigMapGenerator) != 1 || !slices.Equal(e.kust.ConfigMapGenerator[0].Files, []string{"kproxy.yaml"}) {
-		t.Fatalf("configMapGenerator %+v: want one ConfigMap from kproxy.yaml", e.kust.ConfigMapGenerator)
+	file, mountDir := sidecarConfig(t, e)
+	if file != "kproxy.yaml" {
+		t.Fatalf("kproxy runs with %s, want kproxy.yaml", file)
 	}
-	cmName := e.kust.ConfigMapGenerator[0].Name
-	cfg, _, err := config.Load("kproxy.yaml")
+	cfg, _, err := config.Load(file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,17 +328,6 @@ func TestSidecarWiring(t *testing.T) {
 	probe("liveness", kp.LivenessProbe, "/healthz")
 	probe("readiness", kp.ReadinessProbe, "/readyz")
 
-	mountDir := ""
-	for _, m := range kp.VolumeMounts {
-		for _, v := range spec.Volumes {
-			if v.Name == m.Name && v.ConfigMap != nil && v.ConfigMap.Name == cmName {
-				mountDir = m.MountPath
-			}
-		}
-	}
-	if mountDir == "" {
-		t.Fatalf("kproxy does not mount the ConfigMap %s", cmName)
-	}
 	if want := []string{"run", "--config", mountDir + "/kproxy.yaml"}; !slices.Equal(kp.Args, want) {
 		t.Errorf("args %q, want %q", kp.Args, want)
 	}
