@@ -106,6 +106,7 @@ func (m *matrix) markdown(versions []string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "<!-- written by e2e TestCompat on %s; do not edit -->\n", time.Now().UTC().Format("2006-01-02"))
 	b.WriteString("Each cell ran direct to the broker (the control) and through kproxy; it passes only if both passed and, through kproxy, the scenario's requests (Produce, Fetch, JoinGroup, EndTxn, SaslAuthenticate, ...) were seen passing through kproxy. ")
+	b.WriteString("A tls or mtls cell ran three ways: direct to the broker's SSL listener, through a kproxy that terminates the client's TLS (tls.listener) in front of a plaintext listener, and through a kproxy that originates TLS (tls.upstream) to the SSL listener for a plaintext client; mtls adds client certificates, the client's to the broker and to kproxy (client_auth: require), and kproxy's own to a broker listener with ssl.client.auth=required; through kproxy, its TLS handshakes must have been counted and, with mtls, the client's identity logged. ")
 	b.WriteString("pass = passed; FAIL = failed; n/s = the client library does not support it (note); blank = not run for this broker.\n")
 	var notes []string
 	noteIndex := map[string]int{}

@@ -16,6 +16,7 @@ type scenario struct {
 	needs []kclients.Feature
 	core  bool // also run against the older brokers
 	sasl  string
+	tls   string // "tls" or "mtls": a TLS cell (compat_tls_test.go)
 	// apis must each have passed through kproxy during the proxied run:
 	// proof that the client did the scenario's work through kproxy.
 	apis []string
@@ -49,6 +50,8 @@ var compatScenarios = []scenario{
 	{name: "transactions", apis: []string{"InitProducerId", "EndTxn", "Produce", "Fetch"}, needs: []kclients.Feature{kclients.Transactions}, core: true, run: (*cell).transactions},
 	{name: "sasl-plain", sasl: "PLAIN", apis: []string{"SaslHandshake", "SaslAuthenticate", "Produce", "Fetch"}, needs: []kclients.Feature{kclients.SASLPlain}, run: func(c *cell) error { return c.roundTrip("PLAIN", "none", "all") }},
 	{name: "sasl-scram512", sasl: "SCRAM-SHA-512", apis: []string{"SaslHandshake", "SaslAuthenticate", "Produce", "Fetch"}, needs: []kclients.Feature{kclients.SASLScram}, core: true, run: func(c *cell) error { return c.roundTrip("SCRAM-SHA-512", "none", "all") }},
+	{name: "tls", tls: "tls", core: true, apis: []string{"Produce", "Fetch", "JoinGroup"}, run: func(c *cell) error { return c.roundTrip("", "none", "all") }},
+	{name: "mtls", tls: "mtls", apis: []string{"Produce", "Fetch", "JoinGroup"}, run: func(c *cell) error { return c.roundTrip("", "none", "all") }},
 	{name: "admin", apis: []string{"CreateTopics", "DeleteTopics"}, needs: []kclients.Feature{kclients.Admin}, core: true, run: (*cell).admin},
 	{name: "perf-tools", apis: []string{"Produce", "Fetch"}, needs: []kclients.Feature{kclients.PerfTools}, run: (*cell).perf},
 }

@@ -38,7 +38,9 @@ func TestCompat(t *testing.T) {
 				kafka: k,
 				plain: harness.StartKproxy(t, "kproxy-plain", k.ProxyAddr, k.Proxied),
 				sasl:  harness.StartKproxy(t, "kproxy-sasl", k.ProxySASLAddr, k.ProxiedSASL),
+				tls:   startTLSKproxies(t, k),
 			}
+			t.Run("tls-refusals", env.tls.requireRefusals)
 			for _, e := range driverEntries {
 				t.Run(e.id, func(t *testing.T) {
 					d := e.driver(t)
@@ -78,37 +80,53 @@ func TestCompat(t *testing.T) {
 	t.Logf("wrote %s", path)
 }
 
-// compatEnv is one broker with its two kproxies (PLAINTEXT and SASL).
+// compatEnv is one broker with its kproxies: PLAINTEXT, SASL, and the
+// four of the TLS cells.
 type compatEnv struct {
 	kafka       *harness.Kafka
 	plain, sasl *harness.Kproxy
+	tls         *tlsKproxies
 }
 
 // path is a way to reach the broker.
 type path struct {
-	name    string // "direct" or "kproxy"
+	name    string // "direct", "kproxy", or one of the TLS paths
 	proxied bool
+	// term is where TLS ends on a TLS cell's proxied path: at kproxy's
+	// listener (termListener) or at the broker, kproxy originating it
+	// (termUpstream).
+	term termination
 }
 
-var paths = []path{{"direct", false}, {"kproxy", true}}
+var paths = []path{{name: "direct"}, {name: "kproxy", proxied: true}}
 
-// runCell runs s with d direct (the control) then through kproxy. Both
-// must pass. Through kproxy each of the scenario's APIs must have passed
-// through kproxy (the broker advertises kproxy's address there, so the
-// client cannot leave it); direct, the client must not touch kproxy.
+// kproxy is the kproxy a proxied run of s on p goes through.
+func (e *compatEnv) kproxy(s scenario, p path) *harness.Kproxy {
+	switch {
+	case s.tls != "":
+		return e.tls.of(s.tls, p.term)
+	case s.sasl != "":
+		return e.sasl
+	}
+	return e.plain
+}
+
+// runCell runs s with d direct (the control) then through kproxy (each
+// way of terminating TLS for a TLS cell). All must pass. Through kproxy
+// each of the scenario's APIs must have passed through kproxy (the broker
+// advertises kproxy's address there, so the client cannot leave it);
+// direct, the client must not touch kproxy.
 func (e *compatEnv) runCell(t *testing.T, d kclients.Driver, s scenario) error {
-	for _, p := range paths {
+	for _, p := range s.paths() {
 		start := time.Now()
 		conns := e.connections(t)
-		kp := e.plain
-		if s.sasl != "" {
-			kp = e.sasl
-		}
+		kp := e.kproxy(s, p)
+		mark := e.tls.mark(t, s, p)
 		before := make([]float64, len(s.apis))
 		for i, api := range s.apis {
 			before[i] = kp.Metric(t, requestsOf(api))
 		}
-		c := &cell{t: t, env: e, driver: d, path: p, topic: slug(fmt.Sprintf("%s-%s-%s", d.Name(), s.name, p.name))}
+		c := &cell{t: t, env: e, driver: d, path: p, tls: s.tls, topic: slug(fmt.Sprintf("%s-%s-%s", d.Name(), s.name, p.name))}
 		if err := s.run(c); err != nil {
 			return fmt.Errorf("%s: %w", p.name, err)
 		}
@@ -118,8 +136,11 @@ func (e *compatEnv) runCell(t *testing.T, d kclients.Driver, s scenario) error {
 		if p.proxied {
 			for i, api := range s.apis {
 				if kp.Metric(t, requestsOf(api)) == before[i] {
-					return fmt.Errorf("kproxy: the client passed but sent no %s through kproxy", api)
+					return fmt.Errorf("%s: the client passed but sent no %s through kproxy", p.name, api)
 				}
+			}
+			if err := e.tls.check(t, s, p, mark); err != nil {
+				return err
 			}
 		}
 		t.Logf("%s: pass in %v", p.name, time.Since(start).Round(time.Millisecond))
@@ -130,8 +151,17 @@ func (e *compatEnv) runCell(t *testing.T, d kclients.Driver, s scenario) error {
 // requestsOf is kproxy's request counter series for api.
 func requestsOf(api string) string { return `kproxy_requests_total{api="` + api + `"}` }
 
+// kproxies are every kproxy of the environment.
+func (e *compatEnv) kproxies() []*harness.Kproxy {
+	return append([]*harness.Kproxy{e.plain, e.sasl}, e.tls.all()...)
+}
+
 func (e *compatEnv) connections(t *testing.T) float64 {
-	return e.plain.Metric(t, "kproxy_connections_total") + e.sasl.Metric(t, "kproxy_connections_total")
+	n := 0.0
+	for _, kp := range e.kproxies() {
+		n += kp.Metric(t, "kproxy_connections_total")
+	}
+	return n
 }
 
 // requireNoOpenConnections fails unless every client connection through
@@ -140,7 +170,10 @@ func (e *compatEnv) connections(t *testing.T) float64 {
 func (e *compatEnv) requireNoOpenConnections(t *testing.T) {
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		open := e.plain.Metric(t, "kproxy_connections_open") + e.sasl.Metric(t, "kproxy_connections_open")
+		open := 0.0
+		for _, kp := range e.kproxies() {
+			open += kp.Metric(t, "kproxy_connections_open")
+		}
 		if open == 0 {
 			return
 		}
@@ -157,6 +190,7 @@ type cell struct {
 	env    *compatEnv
 	driver kclients.Driver
 	path   path
+	tls    string // the scenario's: "", "tls" or "mtls"
 	topic  string
 }
 
@@ -164,6 +198,9 @@ type cell struct {
 // "PLAIN" or "SCRAM-SHA-512").
 func (c *cell) conn(sasl string) kclients.Conn {
 	k := c.env.kafka
+	if c.tls != "" {
+		return c.tlsConn()
+	}
 	switch {
 	case sasl == "" && c.path.proxied:
 		return kclients.Conn{Bootstrap: k.ProxyAddr}

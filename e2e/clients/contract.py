@@ -6,6 +6,23 @@ import argparse
 import sys
 
 
+def security_protocol(args):
+    """librdkafka's security.protocol for the connection flags."""
+    sasl = "SASL_" if args.sasl_mechanism else ""
+    return sasl + ("SSL" if args.tls_ca else "PLAINTEXT")
+
+
+def tls_conf(args):
+    """librdkafka's TLS settings (PEM files) for the connection flags; it
+    verifies the broker's name, IP addresses included, by default."""
+    if not args.tls_ca:
+        return {}
+    conf = {"ssl.ca.location": args.tls_ca}
+    if args.tls_cert:
+        conf.update({"ssl.certificate.location": args.tls_cert, "ssl.key.location": args.tls_key})
+    return conf
+
+
 class Failure(Exception):
     """A one-line reason to exit non-zero with."""
 
@@ -28,6 +45,9 @@ def parser(doc, handlers):
             s.add_argument("--sasl-mechanism")
             s.add_argument("--sasl-user")
             s.add_argument("--sasl-password")
+            s.add_argument("--tls-ca")
+            s.add_argument("--tls-cert")
+            s.add_argument("--tls-key")
         return s
 
     cmd("features", connects=False)

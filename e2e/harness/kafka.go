@@ -70,11 +70,11 @@ func Java(t testing.TB) string {
 	return p
 }
 
-// Kafka is a single-node KRaft Apache Kafka broker on 127.0.0.1 with five
-// listeners: DIRECT and DIRECTSASL advertise their own address (the
+// Kafka is a single-node KRaft Apache Kafka broker on 127.0.0.1 with
+// eleven listeners: DIRECT and DIRECTSASL advertise their own address (the
 // control path), PROXIED and PROXIEDSASL advertise kproxy's address, as a
 // sidecar deployment does, so clients that bootstrap through kproxy stay
-// behind it.
+// behind it; TLS holds the six listeners of the TLS cells.
 type Kafka struct {
 	*Proc
 	Version string
@@ -88,16 +88,19 @@ type Kafka struct {
 	// Where kproxy must listen for the advertised addresses to be right.
 	ProxyAddr, ProxySASLAddr string
 
+	TLS KafkaTLS
+
 	controller string
 	dir        string // config and data
 }
 
 // StartKafka formats storage and starts a broker of version, with free
-// ports for its listeners and for the two kproxy addresses it advertises.
+// ports for its listeners and for the kproxy addresses it advertises, and
+// a new test PKI for its SSL listeners.
 // It returns once the broker answers Metadata on its DIRECT listener.
 func StartKafka(t testing.TB, version string) *Kafka {
 	t.Helper()
-	p := FreePorts(t, 7)
+	p := FreePorts(t, 7+kafkaTLSPorts)
 	k := &Kafka{
 		Version:       version,
 		Libs:          KafkaLibs(t, version),
@@ -108,10 +111,11 @@ func StartKafka(t testing.TB, version string) *Kafka {
 		ProxiedSASL:   fmt.Sprintf("127.0.0.1:%d", p[4]),
 		ProxyAddr:     fmt.Sprintf("127.0.0.1:%d", p[5]),
 		ProxySASLAddr: fmt.Sprintf("127.0.0.1:%d", p[6]),
+		TLS:           newKafkaTLS(t, p[7:]),
 		dir:           t.TempDir(),
 	}
 	props := filepath.Join(k.dir, "server.properties")
-	if err := os.WriteFile(props, []byte(k.properties()), 0o644); err != nil {
+	if err := os.WriteFile(props, []byte(k.properties(t)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	// A cluster id that starts with '-' reads as an option to the storage
@@ -250,7 +254,29 @@ func (k *Kafka) jvmArgs() []string {
 	}
 }
 
-func (k *Kafka) properties() string {
+// listener is one of the broker's listeners.
+type listener struct {
+	name, addr string
+	advertised string // "" for the controller's, which is not advertised
+	protocol   string // PLAINTEXT, SASL_PLAINTEXT or SSL
+}
+
+func (k *Kafka) properties(t testing.TB) string {
+	ls := append([]listener{
+		{"DIRECT", k.Direct, k.Direct, "PLAINTEXT"},
+		{"CONTROLLER", k.controller, "", "PLAINTEXT"},
+		{"PROXIED", k.Proxied, k.ProxyAddr, "PLAINTEXT"},
+		{"DIRECTSASL", k.DirectSASL, k.DirectSASL, "SASL_PLAINTEXT"},
+		{"PROXIEDSASL", k.ProxiedSASL, k.ProxySASLAddr, "SASL_PLAINTEXT"},
+	}, k.TLS.listeners()...)
+	var listeners, advertised, protocols []string
+	for _, l := range ls {
+		listeners = append(listeners, l.name+"://"+l.addr)
+		if l.advertised != "" {
+			advertised = append(advertised, l.name+"://"+l.advertised)
+		}
+		protocols = append(protocols, l.name+":"+l.protocol)
+	}
 	jaasPlain := fmt.Sprintf(`org.apache.kafka.common.security.plain.PlainLoginModule required user_%s="%s";`, PlainUser, PlainPassword)
 	jaasScram := `org.apache.kafka.common.security.scram.ScramLoginModule required;`
 	lines := []string{
@@ -259,11 +285,9 @@ func (k *Kafka) properties() string {
 		"controller.quorum.voters=1@" + k.controller,
 		"controller.listener.names=CONTROLLER",
 		"inter.broker.listener.name=DIRECT",
-		fmt.Sprintf("listeners=DIRECT://%s,CONTROLLER://%s,PROXIED://%s,DIRECTSASL://%s,PROXIEDSASL://%s",
-			k.Direct, k.controller, k.Proxied, k.DirectSASL, k.ProxiedSASL),
-		fmt.Sprintf("advertised.listeners=DIRECT://%s,PROXIED://%s,DIRECTSASL://%s,PROXIEDSASL://%s",
-			k.Direct, k.ProxyAddr, k.DirectSASL, k.ProxySASLAddr),
-		"listener.security.protocol.map=DIRECT:PLAINTEXT,PROXIED:PLAINTEXT,CONTROLLER:PLAINTEXT,DIRECTSASL:SASL_PLAINTEXT,PROXIEDSASL:SASL_PLAINTEXT",
+		"listeners=" + strings.Join(listeners, ","),
+		"advertised.listeners=" + strings.Join(advertised, ","),
+		"listener.security.protocol.map=" + strings.Join(protocols, ","),
 		"sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-512",
 		"listener.name.directsasl.plain.sasl.jaas.config=" + jaasPlain,
 		"listener.name.proxiedsasl.plain.sasl.jaas.config=" + jaasPlain,
@@ -282,6 +306,7 @@ func (k *Kafka) properties() string {
 		"auto.create.topics.enable=false",
 		"log.flush.interval.messages=1000000",
 	}
+	lines = append(lines, k.TLS.properties(t)...)
 	return strings.Join(lines, "\n") + "\n"
 }
 

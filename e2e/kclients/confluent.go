@@ -77,11 +77,24 @@ func (Confluent) config(c Conn, log *rdLog) (kafka.ConfigMap, error) {
 		"go.logs.channel.enable": true,
 		"go.logs.channel":        log.ch,
 	}
+	if c.TLS.On() {
+		// librdkafka verifies the broker's name (IP addresses included)
+		// by default since 2.0.
+		m["security.protocol"] = "SSL"
+		m["ssl.ca.location"] = c.TLS.CAFile
+		if c.TLS.CertFile != "" {
+			m["ssl.certificate.location"] = c.TLS.CertFile
+			m["ssl.key.location"] = c.TLS.KeyFile
+		}
+	}
 	switch c.SASL.Mechanism {
 	case "":
 		return m, nil
 	case "PLAIN", "SCRAM-SHA-512":
 		m["security.protocol"] = "SASL_PLAINTEXT"
+		if c.TLS.On() {
+			m["security.protocol"] = "SASL_SSL"
+		}
 		m["sasl.mechanisms"] = c.SASL.Mechanism
 		m["sasl.username"] = c.SASL.User
 		m["sasl.password"] = c.SASL.Password

@@ -30,10 +30,25 @@ type SASL struct {
 	Password  string
 }
 
+// TLS is how to secure the connection; the zero value is plaintext.
+// Each driver maps it onto its library's own TLS options.
+type TLS struct {
+	// CAFile (PEM) turns TLS on: the broker's (or kproxy's) certificate
+	// must chain to it and name the host of the address dialled.
+	CAFile string
+	// CertFile and KeyFile (PEM, PKCS#8 key), when set, are the client
+	// certificate to present (mTLS).
+	CertFile, KeyFile string
+}
+
+// On says whether the connection uses TLS.
+func (t TLS) On() bool { return t.CAFile != "" }
+
 // Conn is where and how to connect.
 type Conn struct {
 	Bootstrap string // host:port
 	SASL      SASL
+	TLS       TLS
 }
 
 // ProduceOpts describes one produce run.

@@ -22,6 +22,13 @@ func (Franz) Unsupported(Feature) string { return "" }
 
 func (Franz) opts(c Conn) ([]kgo.Opt, error) {
 	o := []kgo.Opt{kgo.SeedBrokers(c.Bootstrap), kgo.RetryTimeout(30 * time.Second)}
+	tc, err := c.TLS.Config()
+	if err != nil {
+		return nil, err
+	}
+	if tc != nil {
+		o = append(o, kgo.DialTLSConfig(tc))
+	}
 	switch c.SASL.Mechanism {
 	case "":
 	case "PLAIN":

@@ -45,7 +45,11 @@ func (d KafkaGo) transport(c Conn) (*kafka.Transport, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &kafka.Transport{SASL: m, ClientID: "kproxy-e2e-kafka-go", DialTimeout: 10 * time.Second}, nil
+	tc, err := c.TLS.Config()
+	if err != nil {
+		return nil, err
+	}
+	return &kafka.Transport{SASL: m, TLS: tc, ClientID: "kproxy-e2e-kafka-go", DialTimeout: 10 * time.Second}, nil
 }
 
 func kafkaGoCodec(name string) (kafka.Compression, error) {
@@ -113,6 +117,10 @@ func (d KafkaGo) Consume(ctx context.Context, o ConsumeOpts) ([]Delivered, error
 	if err != nil {
 		return nil, err
 	}
+	tc, err := o.TLS.Config()
+	if err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()
 	coll := newGroupCollector(o.Count)
@@ -126,7 +134,7 @@ func (d KafkaGo) Consume(ctx context.Context, o ConsumeOpts) ([]Delivered, error
 			Brokers:           []string{o.Bootstrap},
 			GroupID:           o.Group,
 			Topic:             o.Topic,
-			Dialer:            &kafka.Dialer{ClientID: "kproxy-e2e-kafka-go", Timeout: 10 * time.Second, SASLMechanism: m},
+			Dialer:            &kafka.Dialer{ClientID: "kproxy-e2e-kafka-go", Timeout: 10 * time.Second, SASLMechanism: m, TLS: tc},
 			StartOffset:       kafka.FirstOffset,
 			IsolationLevel:    iso,
 			MaxWait:           500 * time.Millisecond,

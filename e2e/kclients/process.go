@@ -105,6 +105,12 @@ func conn(c Conn) []string {
 	if c.SASL.Mechanism != "" {
 		a = append(a, "--sasl-mechanism", c.SASL.Mechanism, "--sasl-user", c.SASL.User, "--sasl-password", c.SASL.Password)
 	}
+	if c.TLS.On() {
+		a = append(a, "--tls-ca", c.TLS.CAFile)
+		if c.TLS.CertFile != "" {
+			a = append(a, "--tls-cert", c.TLS.CertFile, "--tls-key", c.TLS.KeyFile)
+		}
+	}
 	return a
 }
 

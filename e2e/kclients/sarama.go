@@ -33,6 +33,13 @@ func (Sarama) config(c Conn) (*sarama.Config, error) {
 	cfg.ClientID = "kproxy-e2e-sarama"
 	cfg.Metadata.Retry.Max = 10
 	cfg.Metadata.Retry.Backoff = 200 * time.Millisecond
+	tc, err := c.TLS.Config()
+	if err != nil {
+		return nil, err
+	}
+	if tc != nil {
+		cfg.Net.TLS.Enable, cfg.Net.TLS.Config = true, tc
+	}
 	switch c.SASL.Mechanism {
 	case "":
 		return cfg, nil

@@ -61,12 +61,13 @@ def unsupported(librdkafka):
 
 
 def conn_args(args):
-    a = ["-b", args.bootstrap]
+    a = ["-b", args.bootstrap, "-X", f"security.protocol={contract.security_protocol(args)}"]
+    for k, v in contract.tls_conf(args).items():
+        a += ["-X", f"{k}={v}"]
     if args.sasl_mechanism:
         if args.sasl_mechanism not in ("PLAIN", "SCRAM-SHA-512"):
             raise Failure(f"SASL mechanism {args.sasl_mechanism} is not supported")
-        a += ["-X", "security.protocol=SASL_PLAINTEXT",
-              "-X", f"sasl.mechanisms={args.sasl_mechanism}",
+        a += ["-X", f"sasl.mechanisms={args.sasl_mechanism}",
               "-X", f"sasl.username={args.sasl_user}",
               "-X", f"sasl.password={args.sasl_password}"]
     return a

@@ -78,6 +78,16 @@ function client(opts, clientId) {
     if (!mech) throw new Error(`SASL mechanism ${opts['sasl-mechanism']} is not supported`);
     cfg.sasl = { mechanism: mech, username: opts['sasl-user'], password: opts['sasl-password'] };
   }
+  if (opts['tls-ca']) {
+    // Node's tls.connect options: PEM text; the server's name (IP
+    // addresses included) is verified by default.
+    cfg.ssl = { ca: [fs.readFileSync(opts['tls-ca'], 'utf8')] };
+    if (opts['tls-cert']) {
+      need(opts, 'tls-key');
+      cfg.ssl.cert = fs.readFileSync(opts['tls-cert'], 'utf8');
+      cfg.ssl.key = fs.readFileSync(opts['tls-key'], 'utf8');
+    }
+  }
   return new Kafka(cfg);
 }
 

@@ -28,12 +28,13 @@ def base_conf(args, client_id):
         "bootstrap.servers": args.bootstrap,
         "client.id": client_id,
         "log_level": 4,  # warnings and errors
+        "security.protocol": contract.security_protocol(args),
     }
+    conf.update(contract.tls_conf(args))
     if args.sasl_mechanism:
         if args.sasl_mechanism not in ("PLAIN", "SCRAM-SHA-512"):
             raise Failure(f"SASL mechanism {args.sasl_mechanism} is not supported")
         conf.update({
-            "security.protocol": "SASL_PLAINTEXT",
             "sasl.mechanism": args.sasl_mechanism,
             "sasl.username": args.sasl_user,
             "sasl.password": args.sasl_password,
