@@ -158,3 +158,20 @@ func TestCertsCmdWritesHAProxyPEM(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestLoadTLSThroughKproxyLargeFrames is the 1 MiB shape through kproxy
+// with TLS on both sides: frames larger than a TLS record, and than the
+// stream driver's write chunk, arrive whole and in order.
+func TestLoadTLSThroughKproxyLargeFrames(t *testing.T) {
+	b, certs := testTLSBroker(t)
+	cfg := shortLoad(testTLSKproxy(t, certs, b.Addr()))
+	cfg.TLS = certs.clientConfig()
+	cfg.Size, cfg.Depth, cfg.MaxRequests = 1<<20, 2, 40
+	res, err := runLoad(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Requests != 40 || res.FrameLen != 1<<20 {
+		t.Fatalf("%d requests of %d bytes, want 40 of %d", res.Requests, res.FrameLen, 1<<20)
+	}
+}
