@@ -26,6 +26,7 @@ type streamWriter struct {
 	conn  net.Conn
 	buf   []byte
 	stall time.Duration // write_timeout: the most one chunk may take
+	until time.Time     // the write deadline set on conn (zero: none)
 }
 
 // write writes the batch and empties it.
@@ -70,10 +71,16 @@ func (w *streamWriter) flush() error {
 }
 
 // send writes p. A peer that takes nothing for write_timeout fails it:
-// kproxy does not hold a batch for a reader that has stopped.
+// kproxy does not hold a batch for a reader that has stopped. The
+// deadline is moved only when less than write_timeout of it is left, to
+// write_timeout and an eighth from now: a write still gets at least
+// write_timeout, and most writes skip re-arming the connection's timer.
 func (w *streamWriter) send(p []byte) error {
 	if w.stall > 0 {
-		_ = w.conn.SetWriteDeadline(time.Now().Add(w.stall))
+		if now := time.Now(); w.until.Sub(now) < w.stall {
+			w.until = now.Add(w.stall + w.stall/8)
+			_ = w.conn.SetWriteDeadline(w.until)
+		}
 	}
 	_, err := w.conn.Write(p)
 	return err

@@ -67,3 +67,45 @@ func TestStreamWriterCoalescesSmallAndWritesLargeInPlace(t *testing.T) {
 		t.Fatal("bytes written differ from the batch's frames in order")
 	}
 }
+
+// deadlineConn records the write deadlines set on it.
+type deadlineConn struct {
+	recordingConn
+	deadlines []time.Time
+}
+
+func (c *deadlineConn) SetWriteDeadline(t time.Time) error {
+	c.deadlines = append(c.deadlines, t)
+	return nil
+}
+
+// TestStreamWriterDeadlineGivesEveryWriteTheStall: writes in quick
+// succession share one deadline, and every write starts with at least
+// write_timeout of it left; one that would start with less re-arms it.
+func TestStreamWriterDeadlineGivesEveryWriteTheStall(t *testing.T) {
+	const stall = time.Hour // the writes below take far less than stall/8
+	c := &deadlineConn{}
+	w := streamWriter{conn: c, stall: stall}
+	for i := range 10 {
+		b := relay.Batch{frameOf(byte(i), 100)}
+		before := time.Now()
+		if err := w.write(&b); err != nil {
+			t.Fatal(err)
+		}
+		if left := c.deadlines[len(c.deadlines)-1].Sub(before); left < stall {
+			t.Fatalf("write %d started with %v of its deadline left, want at least %v", i, left, stall)
+		}
+	}
+	if len(c.deadlines) != 1 {
+		t.Errorf("%d deadlines set for 10 quick writes, want 1", len(c.deadlines))
+	}
+	w.until = time.Now().Add(stall - time.Second) // as if written from stall/8 ago
+	b := relay.Batch{frameOf(9, 100)}
+	before := time.Now()
+	if err := w.write(&b); err != nil {
+		t.Fatal(err)
+	}
+	if len(c.deadlines) != 2 || c.deadlines[1].Sub(before) < stall {
+		t.Fatalf("deadlines %v: a write with less than the stall left did not re-arm it", c.deadlines)
+	}
+}
