@@ -3,14 +3,15 @@
 # Needs go, socat and haproxy (Debian: apt-get install socat haproxy).
 # Everything listens on 127.0.0.1: the fixed ports are below the ephemeral
 # range, and the kproxies compare starts take free ports. Everything
-# started here is stopped on exit. Takes about 7 minutes.
+# started here is stopped on exit. Takes about 9 minutes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # bash bench/run.sh hostile runs the hostile section alone, which needs
-# only go.
+# only go; bash bench/run.sh tls runs the TLS section alone (go, haproxy).
 tools=(go socat haproxy)
 [[ ${1:-} == hostile ]] && tools=(go)
+[[ ${1:-} == tls ]] && tools=(go haproxy)
 for tool in "${tools[@]}"; do
 	command -v "$tool" >/dev/null || { echo "bench/run.sh: $tool not found; install it (Debian: apt-get install socat haproxy)" >&2; exit 1; }
 done
@@ -82,13 +83,44 @@ YAML
 	echo
 }
 
+# tls: TLS on both sides of the proxy (load -> proxy -> null broker, every
+# hop verified against one CA kbench certs makes), kproxy with tls.listener
+# and tls.upstream against HAProxy with ssl on bind and server.
+tls() {
+	"$kb" certs --dir "$work/tls" >/dev/null
+	KBENCH_TLS=$work/tls haproxy -D -p "$work/haproxy-tls.pid" -f bench/haproxy-tls.cfg
+	pids+=("$(cat "$work/haproxy-tls.pid")")
+	local hp
+	hp=$(cat "$work/haproxy-tls.pid")
+	tcompare() {
+		"$kb" compare --tls --tls-dir "$work/tls" --broker-listen 127.0.0.1:29102 --kproxy-bin "$work/kproxy" \
+			--other "haproxy-ssl=127.0.0.1:29105,pid=$hp" -t "$T" --rounds "$ROUNDS" "$@" \
+			2>"$work/compare.log" || { cat "$work/compare.log" >&2; exit 1; }
+		echo
+	}
+	echo "== TLS both sides: 1 connection, 1 request at a time (added latency)"
+	tcompare -c 1 -d 1 -s 113
+	echo "== TLS both sides: 64 connections x 8 in flight, small Produce"
+	tcompare -c 64 -d 8 -s 113
+	echo "== TLS both sides: 1 MiB Produce, 4 connections x 4 in flight (MB/s)"
+	tcompare -c 4 -d 4 -s 1048576
+	kill "$hp"
+}
+
 go build -o "$work/kproxy" ./cmd/kproxy
 go build -o "$work/kbench" ./cmd/kbench
 kb=$work/kbench
-if [[ ${1:-} == hostile ]]; then
+case ${1:-} in
+hostile)
 	hostile
 	exit 0
-fi
+	;;
+tls)
+	echo "haproxy $(haproxy -v | head -1 | cut -d' ' -f3), $(go version | cut -d' ' -f3)"
+	tls
+	exit 0
+	;;
+esac
 
 echo "== machine"
 echo "$(nproc) CPUs: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'); $(uname -sr); $(go version | cut -d' ' -f3)"
@@ -163,6 +195,7 @@ up 127.0.0.1 29197
 echo
 
 hostile
+tls
 
 echo "== relay benchmarks (allocations per relayed request/response)"
 go test -run XXX -bench 'Relay|ParseRequestHeader|PushPop' -benchmem ./proxy/ ./framing/ ./correlate/ | grep -E '^(Benchmark|ok)'

@@ -13,7 +13,12 @@ import (
 // frame is written in pieces, each bounded by write_timeout.
 const streamChunk = 256 << 10
 
-// streamWriter writes batches to one side of a TLS pair. Frames are
+// streamDirect is the size from which a frame is written from where it
+// lies rather than copied: beside a frame this large the write it would
+// share is small, and the copy is not.
+const streamDirect = 32 << 10
+
+// streamWriter writes batches to one side of a TLS pair. Small frames are
 // copied into one buffer and written a chunk at a time: for TLS the copy
 // is small beside the encryption, and it turns a batch of small frames
 // into a few records rather than a record and a syscall per frame.
@@ -21,12 +26,26 @@ type streamWriter struct {
 	conn  net.Conn
 	buf   []byte
 	stall time.Duration // write_timeout: the most one chunk may take
+	until time.Time     // the write deadline set on conn (zero: none)
 }
 
 // write writes the batch and empties it.
 func (w *streamWriter) write(b *relay.Batch) error {
 	defer b.Reset()
 	for _, f := range *b {
+		if len(f) >= streamDirect {
+			if err := w.flush(); err != nil {
+				return err
+			}
+			for len(f) > 0 {
+				n := min(len(f), streamChunk)
+				if err := w.send(f[:n]); err != nil {
+					return err
+				}
+				f = f[n:]
+			}
+			continue
+		}
 		for len(f) > 0 {
 			n := min(len(f), streamChunk-len(w.buf))
 			w.buf = append(w.buf, f[:n]...)
@@ -41,17 +60,28 @@ func (w *streamWriter) write(b *relay.Batch) error {
 	return w.flush()
 }
 
-// flush writes what is buffered. A peer that takes nothing for
-// write_timeout fails it: kproxy does not hold a batch for a reader that
-// has stopped.
+// flush writes what is buffered.
 func (w *streamWriter) flush() error {
 	if len(w.buf) == 0 {
 		return nil
 	}
-	if w.stall > 0 {
-		_ = w.conn.SetWriteDeadline(time.Now().Add(w.stall))
-	}
-	_, err := w.conn.Write(w.buf)
+	err := w.send(w.buf)
 	w.buf = w.buf[:0]
+	return err
+}
+
+// send writes p. A peer that takes nothing for write_timeout fails it:
+// kproxy does not hold a batch for a reader that has stopped. The
+// deadline is moved only when less than write_timeout of it is left, to
+// write_timeout and an eighth from now: a write still gets at least
+// write_timeout, and most writes skip re-arming the connection's timer.
+func (w *streamWriter) send(p []byte) error {
+	if w.stall > 0 {
+		if now := time.Now(); w.until.Sub(now) < w.stall {
+			w.until = now.Add(w.stall + w.stall/8)
+			_ = w.conn.SetWriteDeadline(w.until)
+		}
+	}
+	_, err := w.conn.Write(p)
 	return err
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -18,9 +19,10 @@ import (
 // brokerConfig is what the null broker says about itself.
 type brokerConfig struct {
 	Listen     string
-	Advertise  string // HOST:PORT in Metadata; the listen address when empty
-	Topic      string // the topic Metadata lists when asked for all topics
-	Partitions int    // partitions of every topic it knows
+	Advertise  string      // HOST:PORT in Metadata; the listen address when empty
+	Topic      string      // the topic Metadata lists when asked for all topics
+	Partitions int         // partitions of every topic it knows
+	TLS        *tls.Config // when set, clients must speak TLS
 }
 
 // nullBroker answers the requests a producer, a consumer and kbench's load
@@ -54,6 +56,9 @@ func startBroker(cfg brokerConfig) (*nullBroker, error) {
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return nil, err
+	}
+	if cfg.TLS != nil {
+		ln = tls.NewListener(ln, cfg.TLS)
 	}
 	adv := cfg.Advertise
 	if adv == "" {
@@ -129,9 +134,7 @@ func (b *nullBroker) serve(c net.Conn) {
 		b.mu.Unlock()
 		c.Close()
 	}()
-	if tc, ok := c.(*net.TCPConn); ok {
-		tc.SetNoDelay(true)
-	}
+	setNoDelay(c)
 	r := bufio.NewReaderSize(c, 64<<10)
 	w := bufio.NewWriterSize(c, 64<<10)
 	var in, out []byte
@@ -174,8 +177,16 @@ func brokerCmd(args []string) error {
 	fs.StringVar(&cfg.Advertise, "advertise", "", "HOST:PORT to advertise in Metadata (default: the listen address)")
 	fs.StringVar(&cfg.Topic, "topic", "kbench", "topic listed when a client asks for all topics (any topic asked for is known)")
 	fs.IntVar(&cfg.Partitions, "partitions", 1, "partitions of every topic")
+	tlsDir := fs.String("tls-dir", "", "speak TLS only, presenting the server certificate of this directory (from kbench certs)")
 	if err := parse(fs, args); err != nil {
 		return err
+	}
+	if *tlsDir != "" {
+		certs, err := loadCerts(*tlsDir)
+		if err != nil {
+			return err
+		}
+		cfg.TLS = certs.serverConfig()
 	}
 	b, err := startBroker(cfg)
 	if err != nil {

@@ -35,6 +35,15 @@ L4 proxy for comparison can be started in front of it beforehand:
       --other socat=127.0.0.1:39094 --other haproxy=127.0.0.1:39095,pid=$(pidof haproxy) \
       -c 64 -d 8 -s 100 -t 5s
 
+--tls makes every hop TLS: the null broker listens with TLS, the load
+speaks TLS to every target (direct included), and the kproxy compare
+starts is configured with tls.listener and tls.upstream (verifying the
+broker against the run's CA). The certificates (ECDSA P-256, for 127.0.0.1
+and localhost) are made at start in a temp dir, or read from --tls-dir,
+written beforehand by "kbench certs --dir DIR" so an --other proxy can be
+started with them first: HAProxy with "bind ... ssl crt DIR/tls.pem" and
+"server ... ssl verify required ca-file DIR/ca.crt".
+
 ",pid=PID" makes compare report that process's CPU time per request too
 (read from /proc/PID/stat); a kproxy it starts itself is always measured.
 It counts that one process only: socat's fork mode serves each connection
@@ -93,6 +102,8 @@ func compareCmd(args []string) error {
 	rounds := fs.Int("rounds", 3, "rounds; each runs every target once, for -t")
 	traced := fs.Bool("traced", false, "also start a second kproxy (--kproxy-bin) tracing to a null OTLP/HTTP sink, and report it against the untraced one")
 	ratio := fs.Float64("trace-ratio", 1, "with --traced: the traced kproxy's tracing.sample_ratio")
+	useTLS := fs.Bool("tls", false, "TLS on every hop: load to target, and target to the null broker (see above)")
+	tlsDir := fs.String("tls-dir", "", "with --tls: the certificates from kbench certs (default: made at start in a temp dir)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -111,10 +122,39 @@ func compareCmd(args []string) error {
 	if *rounds < 1 {
 		return usageError{errors.New("--rounds must be at least 1")}
 	}
+	if *tlsDir != "" && !*useTLS {
+		return usageError{errors.New("--tls-dir needs --tls")}
+	}
+	if *useTLS && (*traced || *external != "") {
+		return usageError{errors.New("--tls starts its own TLS broker and kproxy config: not with --traced or --broker-addr")}
+	}
+	kextra := strings.Fields(*kargs)
+	var certs *benchCerts
+	if *useTLS {
+		var err error
+		if certs, err = compareCerts(*tlsDir); err != nil {
+			return err
+		}
+		if *tlsDir == "" {
+			defer os.RemoveAll(certs.dir)
+		}
+		cfg.TLS = certs.clientConfig()
+		if *bin != "" {
+			path := filepath.Join(certs.dir, "kproxy-tls.yaml")
+			if err := os.WriteFile(path, []byte(tlsKproxyConfig(certs)), 0o600); err != nil {
+				return err
+			}
+			kextra = append([]string{"--config", path}, kextra...)
+		}
+	}
 
 	brokerAddr := *external
 	if brokerAddr == "" {
-		b, err := startBroker(brokerConfig{Listen: *listen, Topic: cfg.Topic, Partitions: 1})
+		bc := brokerConfig{Listen: *listen, Topic: cfg.Topic, Partitions: 1}
+		if certs != nil {
+			bc.TLS = certs.serverConfig()
+		}
+		b, err := startBroker(bc)
 		if err != nil {
 			return fmt.Errorf("null broker: %w", err)
 		}
@@ -126,14 +166,14 @@ func compareCmd(args []string) error {
 	var tracedSink *otlpSink
 	switch {
 	case *bin != "":
-		k, err := startKproxy(*bin, brokerAddr, strings.Fields(*kargs))
+		k, err := startKproxy(*bin, brokerAddr, kextra)
 		if err != nil {
 			return err
 		}
 		defer k.stop()
 		targets = append(targets, other{name: "kproxy", addr: k.addr, pid: k.cmd.Process.Pid})
 		if *traced {
-			tk, sink, err := startTraced(*bin, brokerAddr, *ratio, strings.Fields(*kargs))
+			tk, sink, err := startTraced(*bin, brokerAddr, *ratio, kextra)
 			if err != nil {
 				return err
 			}
@@ -151,8 +191,12 @@ func compareCmd(args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("kbench compare: %d conns x %d in flight, %d-byte Produce v%d frames (acks=1), %d rounds x %v per target, null broker %s\n",
-		cfg.Conns, cfg.Depth, rows[0].res.FrameLen, produceVersion, *rounds, cfg.Duration, brokerAddr)
+	over := ""
+	if certs != nil {
+		over = ", TLS on every hop"
+	}
+	fmt.Printf("kbench compare: %d conns x %d in flight, %d-byte Produce v%d frames (acks=1), %d rounds x %v per target, null broker %s%s\n",
+		cfg.Conns, cfg.Depth, rows[0].res.FrameLen, produceVersion, *rounds, cfg.Duration, brokerAddr, over)
 	printTable(os.Stdout, rows, &rows[0].res)
 	if *traced {
 		plain, tr := rows[1].res, rows[2].res
@@ -163,6 +207,35 @@ func compareCmd(args []string) error {
 			tracedSink.spans.Load(), tr.Requests, tracedSink.bad.Load())
 	}
 	return nil
+}
+
+// compareCerts loads the certificates of dir, or makes them in a new temp
+// dir when dir is empty (the caller removes it).
+func compareCerts(dir string) (*benchCerts, error) {
+	if dir != "" {
+		return loadCerts(dir)
+	}
+	dir, err := os.MkdirTemp("", "kbench-tls-")
+	if err != nil {
+		return nil, err
+	}
+	if err := writeCerts(dir); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	c, err := loadCerts(dir)
+	if err != nil {
+		os.RemoveAll(dir)
+	}
+	return c, err
+}
+
+// tlsKproxyConfig is the kproxy.yaml of a --tls run: the run's server
+// certificate to clients, and the broker verified against the run's CA
+// (its certificate names 127.0.0.1, the host dialled).
+func tlsKproxyConfig(c *benchCerts) string {
+	return fmt.Sprintf("tls:\n  listener:\n    cert_file: %s\n    key_file: %s\n  upstream:\n    ca_file: %s\n",
+		c.path(certFile), c.path(certKey), c.path(certCA))
 }
 
 // startTraced starts kproxy with tracing on, exporting to a new null sink.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"flag"
@@ -25,6 +26,10 @@ type loadConfig struct {
 	Duration    time.Duration
 	MaxRequests int64
 	Topic       string
+	// TLS, when set, is what every connection dials with; the
+	// handshakes are done before the run starts, so they are not
+	// measured.
+	TLS *tls.Config
 }
 
 func (c loadConfig) validate() error {
@@ -83,7 +88,7 @@ func runLoad(cfg loadConfig) (loadResult, error) {
 		}
 	}()
 	for range cfg.Conns {
-		c, err := net.DialTimeout("tcp", cfg.Addr, 5*time.Second)
+		c, err := dialLoad(cfg)
 		if err != nil {
 			return loadResult{}, err
 		}
@@ -115,6 +120,20 @@ func runLoad(cfg loadConfig) (loadResult, error) {
 	return total, errors.Join(errs...)
 }
 
+// dialLoad opens one load connection, over TLS when cfg says so, with
+// its handshake complete.
+func dialLoad(cfg loadConfig) (net.Conn, error) {
+	d := &net.Dialer{Timeout: 5 * time.Second}
+	if cfg.TLS == nil {
+		return d.Dial("tcp", cfg.Addr)
+	}
+	c, err := tls.DialWithDialer(d, "tcp", cfg.Addr, cfg.TLS) // checks the certificate against the host dialled
+	if err != nil {
+		return nil, fmt.Errorf("TLS to %s: %w", cfg.Addr, err)
+	}
+	return c, nil
+}
+
 // connResult is one connection's share of a run.
 type connResult struct {
 	n, respBytes int64
@@ -130,9 +149,7 @@ type connResult struct {
 // the next expected one. Nothing in the loop allocates.
 func driveConn(c net.Conn, frame []byte, depth int, deadline time.Time, budget int64) (res connResult) {
 	res.hist = newHistogram()
-	if tc, ok := c.(*net.TCPConn); ok {
-		tc.SetNoDelay(true)
-	}
+	setNoDelay(c)
 	c.SetDeadline(deadline.Add(10 * time.Second)) // bound a peer that stops answering
 	r := bufio.NewReaderSize(c, 64<<10)
 	w := bufio.NewWriterSize(c, 64<<10)
@@ -244,4 +261,15 @@ func loadCmd(args []string) error {
 		printTable(os.Stdout, []row{{name: cfg.Addr, res: res}}, nil)
 	}
 	return err
+}
+
+// setNoDelay turns Nagle off on c, or on the TCP connection under a TLS
+// one.
+func setNoDelay(c net.Conn) {
+	if t, ok := c.(*tls.Conn); ok {
+		c = t.NetConn()
+	}
+	if tc, ok := c.(*net.TCPConn); ok {
+		tc.SetNoDelay(true)
+	}
 }

@@ -15,10 +15,11 @@ import (
 const usage = `kbench: load tool for kproxy (no Kafka needed)
 
 Usage:
-  kbench broker  --listen HOST:PORT [--advertise HOST:PORT] [--topic T] [--partitions N]
+  kbench broker  --listen HOST:PORT [--advertise HOST:PORT] [--topic T] [--partitions N] [--tls-dir DIR]
   kbench load    --addr HOST:PORT [-c CONNS] [-d DEPTH] [-s BYTES] [-t DURATION] [--max-requests N]
   kbench compare (--kproxy-bin PATH | --kproxy-addr HOST:PORT) [--other NAME=HOST:PORT[,pid=PID] ...]
-                 [-c CONNS] [-d DEPTH] [-s BYTES] [-t DURATION] [--rounds R]
+                 [-c CONNS] [-d DEPTH] [-s BYTES] [-t DURATION] [--rounds R] [--tls [--tls-dir DIR]]
+  kbench certs   --dir DIR
   kbench clients --bootstrap HOST:PORT [-t DURATION] [-s BYTES] [--topic T]
   kbench idle    --addr HOST:PORT --pid PID [-n CONNS] [--hold DURATION]
   kbench stall   [--listen HOST:PORT]
@@ -43,6 +44,8 @@ func main() {
 		err = loadCmd(args)
 	case "compare":
 		err = compareCmd(args)
+	case "certs":
+		err = certsCmd(args)
 	case "clients":
 		err = clientsCmd(args)
 	case "idle":
