@@ -11,6 +11,14 @@ import (
 // least it asks the connection for in one read: a TLS record's payload.
 const streamReadMin = 16 << 10
 
+// shrinkAfter is how long a reader whose buffer grew for a large frame
+// waits at a frame boundary before it gives that buffer back to its pool,
+// and its charge to max_buffered_bytes: a stream of large frames keeps
+// its buffer (growing one afresh for each frame cost a megabyte of copying
+// per 1 MiB frame), a connection that got one large fetch and went idle
+// holds it no longer than this.
+const shrinkAfter = time.Second
+
 // streamReader is framing.Source over a net.Conn (a tls.Conn, or a plain
 // one paired with TLS): the stream driver's counterpart of netpoll's
 // Reader. Unlike netpoll it reads only when asked for more than it holds,
@@ -110,14 +118,24 @@ func (s *streamReader) Release() error {
 
 // waitFrame waits, unbounded, for the first byte of the next frame; the
 // caller holds no slice (it has released). A buffer grown for a large
-// frame goes back to its pool first, with its charge to
-// max_buffered_bytes: an idle connection holds only its own small buffer.
+// frame goes back to its pool, with its charge to max_buffered_bytes,
+// once the peer has been idle for shrinkAfter: an idle connection holds
+// only its own small buffer.
 func (s *streamReader) waitFrame() error {
 	if s.Len() > 0 {
 		return nil
 	}
 	s.r, s.w, s.held = 0, 0, 0
 	if len(s.buf) > streamReadMin {
+		_ = s.conn.SetReadDeadline(time.Now().Add(shrinkAfter))
+		s.deadline = true
+		err := s.read(1)
+		if s.Len() > 0 {
+			return nil
+		}
+		if !isTimeout(err) {
+			return err
+		}
 		s.resize(streamReadMin) // giving back is never refused
 	}
 	s.unbound()

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"net"
+	"sync"
 	"time"
 
 	"github.com/kproxy/kproxy/relay"
@@ -18,10 +19,22 @@ const streamChunk = 256 << 10
 // share is small, and the copy is not.
 const streamDirect = 32 << 10
 
+// streamCoalesce is how much of a batch's small frames is gathered into
+// one write.
+const streamCoalesce = 64 << 10
+
+// writeBufs lend a writer its buffer for one batch, so an idle connection
+// holds none. A buffer holds streamCoalesce and one small frame more,
+// never growing.
+var writeBufs = sync.Pool{New: func() any {
+	b := make([]byte, 0, streamCoalesce+streamDirect)
+	return &b
+}}
+
 // streamWriter writes batches to one side of a TLS pair. Small frames are
-// copied into one buffer and written a chunk at a time: for TLS the copy
-// is small beside the encryption, and it turns a batch of small frames
-// into a few records rather than a record and a syscall per frame.
+// copied into one buffer and written together: for TLS the copy is small
+// beside the encryption, and it turns a batch of small frames into a few
+// records rather than a record and a syscall per frame.
 type streamWriter struct {
 	conn  net.Conn
 	buf   []byte
@@ -32,6 +45,12 @@ type streamWriter struct {
 // write writes the batch and empties it.
 func (w *streamWriter) write(b *relay.Batch) error {
 	defer b.Reset()
+	bp := writeBufs.Get().(*[]byte)
+	w.buf = (*bp)[:0]
+	defer func() {
+		*bp, w.buf = w.buf[:0], nil
+		writeBufs.Put(bp)
+	}()
 	for _, f := range *b {
 		if len(f) >= streamDirect {
 			if err := w.flush(); err != nil {
@@ -46,16 +65,12 @@ func (w *streamWriter) write(b *relay.Batch) error {
 			}
 			continue
 		}
-		for len(f) > 0 {
-			n := min(len(f), streamChunk-len(w.buf))
-			w.buf = append(w.buf, f[:n]...)
-			f = f[n:]
-			if len(w.buf) == streamChunk {
-				if err := w.flush(); err != nil {
-					return err
-				}
+		if len(w.buf)+len(f) > streamCoalesce {
+			if err := w.flush(); err != nil {
+				return err
 			}
 		}
+		w.buf = append(w.buf, f...) // within the buffer's capacity: f is under streamDirect
 	}
 	return w.flush()
 }
