@@ -86,10 +86,11 @@ func TestTLSDrainRacingRequests(t *testing.T) {
 			t.Fatalf("round %d: broker read %d, clients got %d", round, took, got)
 		}
 	}
-	time.Sleep(200 * time.Millisecond)
 	buf := make([]byte, 1<<20)
-	n := runtime.Stack(buf, true)
-	if s := string(buf[:n]); strings.Contains(s, "(*stream).run") {
-		t.Fatalf("stream goroutines left after every pair closed:\n%s", s)
+	left := func() bool { return strings.Contains(string(buf[:runtime.Stack(buf, true)]), "(*stream).run") }
+	for deadline := time.Now().Add(10 * time.Second); left(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("stream goroutines left 10 s after every pair closed:\n%s", buf[:runtime.Stack(buf, true)])
+		}
 	}
 }
