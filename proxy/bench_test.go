@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"io"
 	"net"
@@ -82,11 +83,23 @@ func benchRelayWith(b *testing.B, tr *tracing.Tracer, rules *policy.Engine, reqS
 	opts = append(opts, func(_ *Config, _ *framing.Config, cc *correlate.Config) {
 		cc.MaxInFlight = max(window, 1)
 	})
-	env := startTracedProxy(b, nullUpstream(b, respSize), tr, opts...)
-	env.srv.SetPolicies(rules)
-	c, err := net.Dial("tcp", env.addr)
-	if err != nil {
-		b.Fatal(err)
+	var c net.Conn
+	if tr == tlsBench {
+		// TLS from the client: the stream driver relays.
+		w := startTLSProxy(b, nullUpstream(b, respSize), false, opts...)
+		w.srv.SetPolicies(rules)
+		tc, err := tls.Dial("tcp", w.addr, w.clientTLS(b, tlsSides{client: true}, ""))
+		if err != nil {
+			b.Fatal(err)
+		}
+		c = tc
+	} else {
+		env := startTracedProxy(b, nullUpstream(b, respSize), tr, opts...)
+		env.srv.SetPolicies(rules)
+		var err error
+		if c, err = net.Dial("tcp", env.addr); err != nil {
+			b.Fatal(err)
+		}
 	}
 	defer c.Close()
 	req := produceLike(reqSize)
@@ -162,6 +175,19 @@ func BenchmarkRelayTracing(b *testing.B) {
 			benchRelayWith(b, tr, nil, 100, 100, 64)
 		})
 	}
+}
+
+// tlsBench marks benchRelayWith's tracer argument for a TLS client, to
+// run the stream driver instead of netpoll.
+var tlsBench = new(tracing.Tracer)
+
+// The stream driver (TLS from the client, plaintext upstream): one
+// request at a time and 64 in flight. Its allocs/op include the test
+// client's TLS.
+func BenchmarkRelayTLS(b *testing.B) {
+	b.Run("roundtrip", func(b *testing.B) { benchRelayWith(b, tlsBench, nil, 100, 100, 1) })
+	b.Run("pipelined", func(b *testing.B) { benchRelayWith(b, tlsBench, nil, 100, 100, 64) })
+	b.Run("large", func(b *testing.B) { benchRelayWith(b, tlsBench, nil, 16<<10, 100, 8) })
 }
 
 // Header-only rules on the relay: an access rule that does not match and a
