@@ -3,8 +3,6 @@ package relay
 import (
 	"sync/atomic"
 
-	"github.com/rs/zerolog"
-
 	"github.com/kproxy/kproxy/correlate"
 	"github.com/kproxy/kproxy/framing"
 	"github.com/kproxy/kproxy/policy"
@@ -34,6 +32,3 @@ type Env struct {
 // readsTopics reports whether anything needs topic names: the tracer, or a
 // rule set.
 func (e *Env) readsTopics() bool { return e.Tracer.On() || !e.Policies.Load().Empty() }
-
-// logger is the session's, for policy refusals at debug level.
-type logger = zerolog.Logger
