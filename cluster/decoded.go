@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -44,6 +45,10 @@ func rewriteDecoded(frame []byte, key, version int16, m Mapper) ([]byte, []Broke
 	return withSize(out), seen, nil
 }
 
+// errNoneWithAddress: a coordinator of node -1 ("none") should have no
+// address; one that has is not passed on unmapped.
+var errNoneWithAddress = errors.New("cluster: FindCoordinator names node -1 with an address")
+
 // visit calls each for every broker address field of a decoded response.
 func visit(resp kmsg.Response, each func(int32, *string, *int32, int8) error) error {
 	switch r := resp.(type) {
@@ -57,8 +62,11 @@ func visit(resp kmsg.Response, each func(int32, *string, *int32, int8) error) er
 	case *kmsg.FindCoordinatorResponse:
 		// v0-3 answer one key at top level; v4+ answer a batch. Node -1
 		// means no coordinator (an error is set): its empty address is
-		// left alone.
+		// left alone, and one that is not empty is refused.
 		if r.Version < 4 {
+			if r.NodeID == -1 && r.Host != "" {
+				return errNoneWithAddress
+			}
 			if r.NodeID != -1 {
 				if err := each(r.NodeID, &r.Host, &r.Port, EndpointBroker); err != nil {
 					return err
@@ -68,6 +76,9 @@ func visit(resp kmsg.Response, each func(int32, *string, *int32, int8) error) er
 		for i := range r.Coordinators {
 			c := &r.Coordinators[i]
 			if c.NodeID == -1 {
+				if c.Host != "" {
+					return errNoneWithAddress
+				}
 				continue
 			}
 			if err := each(c.NodeID, &c.Host, &c.Port, EndpointBroker); err != nil {

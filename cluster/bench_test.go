@@ -1,0 +1,63 @@
+package cluster
+
+import (
+	"testing"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// fetchFrame is a Fetch v16 response of parts partitions sharing ~1 MiB of
+// (garbage) records, with NodeEndpoints for nodes when any.
+func fetchFrame(parts int, nodes []int32) []byte {
+	r := kmsg.NewPtrFetchResponse()
+	r.Version = 16
+	t := kmsg.NewFetchResponseTopic()
+	t.Topic = "bench"
+	for i := 0; i < parts; i++ {
+		p := kmsg.NewFetchResponseTopicPartition()
+		p.Partition = int32(i)
+		p.RecordBatches = garbage(1 << 20 / parts)
+		t.Partitions = append(t.Partitions, p)
+	}
+	r.Topics = []kmsg.FetchResponseTopic{t}
+	for _, n := range nodes {
+		b := kmsg.NewFetchResponseBroker()
+		b.NodeID = n
+		b.Host, b.Port = realAddr(n)
+		r.Brokers = append(r.Brokers, b)
+	}
+	return frameOf(r)
+}
+
+func benchRewrite(b *testing.B, frame []byte) {
+	b.ReportAllocs()
+	b.SetBytes(int64(len(frame)))
+	for b.Loop() {
+		if _, _, err := Rewrite(frame, keyFetch, 16, testMapper); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// The common case: no NodeEndpoints tag, records skipped by length. It
+// must not allocate.
+func BenchmarkFetch1MiBNoTag(b *testing.B)       { benchRewrite(b, fetchFrame(1, nil)) }
+func BenchmarkFetch1MiB64PartsNoTag(b *testing.B) { benchRewrite(b, fetchFrame(64, nil)) }
+
+// With the tag (a leader moved): the frame is rebuilt, copying it once.
+func BenchmarkFetch1MiBWithTag(b *testing.B) { benchRewrite(b, fetchFrame(1, []int32{0, 1, 2})) }
+
+// TestFetchNoTagAllocatesNothing holds the common case to zero allocations
+// (an assertion of behaviour, not of speed).
+func TestFetchNoTagAllocatesNothing(t *testing.T) {
+	frame := fetchFrame(64, nil)
+	n := testing.AllocsPerRun(20, func() {
+		out, _, err := Rewrite(frame, keyFetch, 16, testMapper)
+		if err != nil || &out[0] != &frame[0] {
+			t.Fatal("rewritten without a tag", err)
+		}
+	})
+	if n != 0 {
+		t.Fatalf("%v allocations per Fetch without NodeEndpoints, want 0", n)
+	}
+}
