@@ -41,7 +41,7 @@ func benchRewrite(b *testing.B, frame []byte) {
 
 // The common case: no NodeEndpoints tag, records skipped by length. It
 // must not allocate.
-func BenchmarkFetch1MiBNoTag(b *testing.B)       { benchRewrite(b, fetchFrame(1, nil)) }
+func BenchmarkFetch1MiBNoTag(b *testing.B)        { benchRewrite(b, fetchFrame(1, nil)) }
 func BenchmarkFetch1MiB64PartsNoTag(b *testing.B) { benchRewrite(b, fetchFrame(64, nil)) }
 
 // With the tag (a leader moved): the frame is rebuilt, copying it once.
