@@ -330,3 +330,52 @@ func TestTaggedKeepsOtherTagsAndRecords(t *testing.T) {
 		}
 	}
 }
+
+// TestEveryOtherResponseUntouched: every response kmsg can build, at every
+// version, of an API that carries no broker address, comes back as the
+// same slice; Carries agrees with Rewrite.
+func TestEveryOtherResponseUntouched(t *testing.T) {
+	for key := int16(0); key < 1000; key++ {
+		r := kmsg.ResponseForKey(key)
+		if r == nil || Carries(key) {
+			continue
+		}
+		for v := int16(0); v <= r.MaxVersion(); v++ {
+			r.SetVersion(v)
+			frame := frameOf(r)
+			out, seen, err := Rewrite(frame, key, v, testMapper)
+			if err != nil || seen != nil || &out[0] != &frame[0] || len(out) != len(frame) {
+				t.Fatalf("%s v%d: %v %v", kmsg.NameForKey(key), v, err, seen)
+			}
+		}
+	}
+}
+
+// withHeaderTag inserts a tagged field into a flexible response header, as
+// a future broker might send; the body must still be found.
+func withHeaderTag(frame []byte) []byte {
+	out := append([]byte(nil), frame[:8]...)
+	out = append(out, 1, 3, 2, 0xab, 0xcd) // one tag: 3, two bytes
+	out = append(out, frame[9:]...)
+	return withSize(out)
+}
+
+// TestHeaderTagsSkipped: a flexible response header with a tagged field is
+// skipped and kept, for the decoded and the walked APIs alike.
+func TestHeaderTagsSkipped(t *testing.T) {
+	for _, c := range addrCases {
+		v := kmsg.ResponseForKey(c.key).MaxVersion()
+		frame := withHeaderTag(frameOf(c.build(v, []int32{4})))
+		out, seen, err := Rewrite(frame, c.key, v, testMapper)
+		if err != nil || len(seen) != 1 {
+			t.Fatalf("%s v%d: %v, saw %v", kmsg.NameForKey(c.key), v, err, seen)
+		}
+		if !bytes.Equal(out[8:13], frame[8:13]) {
+			t.Fatalf("%s v%d: header tags changed", kmsg.NameForKey(c.key), v)
+		}
+		got, err := decodeFrame(out, c.key, v)
+		if err != nil || leaks(addresses(got)) {
+			t.Fatalf("%s v%d: %v %v", kmsg.NameForKey(c.key), v, err, addresses(got))
+		}
+	}
+}
