@@ -2,7 +2,8 @@
 // crypto/x509: a CA, server certificates for 127.0.0.1/localhost, client
 // certificates with a CN and URI SANs (SPIFFE IDs), expired ones, and keys
 // that do not match. No certificate is ever checked in; every test makes
-// its own, so rotation and expiry can be exercised at will.
+// its own, so rotation and expiry can be exercised at will. GenerateCA and
+// Generate serve programs too (kbench's TLS benchmarks).
 //
 // Keys are ECDSA P-256: fast to generate on a loaded machine.
 package testcerts
@@ -15,6 +16,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"fmt"
 	"math/big"
 	"net"
 	"net/url"
@@ -77,26 +79,66 @@ type Options struct {
 // NewCA makes a self-signed CA named cn.
 func NewCA(t testing.TB, cn string) *Cert {
 	t.Helper()
-	tmpl := template(t, Options{CN: cn})
-	tmpl.IsCA = true
-	tmpl.BasicConstraintsValid = true
-	tmpl.KeyUsage = x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature
-	tmpl.ExtKeyUsage = nil
-	key := newKey(t)
-	return sign(t, tmpl, tmpl, key, key)
+	c, err := GenerateCA(cn)
+	return must(t, c, err)
 }
 
 // Issue makes a certificate signed by ca.
 func (ca *Cert) Issue(t testing.TB, o Options) *Cert {
 	t.Helper()
-	return sign(t, template(t, o), ca.Cert, newKey(t), ca.Key)
+	c, err := Generate(o, ca)
+	return must(t, c, err)
+}
+
+// GenerateCA is NewCA for a program (a benchmark tool), returning the
+// error instead of failing a test.
+func GenerateCA(cn string) (*Cert, error) {
+	tmpl, err := template(Options{CN: cn})
+	if err != nil {
+		return nil, err
+	}
+	tmpl.IsCA = true
+	tmpl.BasicConstraintsValid = true
+	tmpl.KeyUsage = x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature
+	tmpl.ExtKeyUsage = nil
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	return sign(tmpl, tmpl, key, key)
+}
+
+// Generate is Issue for a program, returning the error.
+func Generate(o Options, ca *Cert) (*Cert, error) {
+	tmpl, err := template(o)
+	if err != nil {
+		return nil, err
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	return sign(tmpl, ca.Cert, key, ca.Key)
+}
+
+// ServerOptions are those of Server: 127.0.0.1, ::1 and localhost.
+func ServerOptions() Options {
+	return Options{CN: "localhost", DNSNames: []string{"localhost"},
+		IPs: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}}
+}
+
+func must(t testing.TB, c *Cert, err error) *Cert {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("testcerts: %v", err)
+	}
+	return c
 }
 
 // Server makes a server certificate for 127.0.0.1, ::1 and localhost.
 func (ca *Cert) Server(t testing.TB) *Cert {
 	t.Helper()
-	return ca.Issue(t, Options{CN: "localhost", DNSNames: []string{"localhost"},
-		IPs: []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback}})
+	return ca.Issue(t, ServerOptions())
 }
 
 // Client makes a client certificate with subject CN cn and the given URI
@@ -118,8 +160,15 @@ func (ca *Cert) Expired(t testing.TB) *Cert {
 // not match it.
 func (c *Cert) WithOtherKey(t testing.TB) *Cert {
 	t.Helper()
-	k := newKey(t)
-	return &Cert{Cert: c.Cert, Key: k, CertPEM: c.CertPEM, KeyPEM: keyPEM(t, k)}
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatalf("testcerts: key: %v", err)
+	}
+	kp, err := keyPEM(k)
+	if err != nil {
+		t.Fatalf("testcerts: key: %v", err)
+	}
+	return &Cert{Cert: c.Cert, Key: k, CertPEM: c.CertPEM, KeyPEM: kp}
 }
 
 // Write writes the certificate and key as PEM into dir, as certName and
@@ -140,8 +189,7 @@ func WriteFile(t testing.TB, path string, data []byte) {
 	}
 }
 
-func template(t testing.TB, o Options) *x509.Certificate {
-	t.Helper()
+func template(o Options) (*x509.Certificate, error) {
 	now := time.Now()
 	nb, na := o.NotBefore, o.NotAfter
 	if nb.IsZero() {
@@ -163,41 +211,33 @@ func template(t testing.TB, o Options) *x509.Certificate {
 	for _, s := range o.URIs {
 		u, err := url.Parse(s)
 		if err != nil {
-			t.Fatalf("testcerts: URI SAN %q: %v", s, err)
+			return nil, fmt.Errorf("URI SAN %q: %w", s, err)
 		}
 		tmpl.URIs = append(tmpl.URIs, u)
 	}
-	return tmpl
+	return tmpl, nil
 }
 
-func newKey(t testing.TB) *ecdsa.PrivateKey {
-	t.Helper()
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatalf("testcerts: key: %v", err)
-	}
-	return k
-}
-
-func sign(t testing.TB, tmpl, parent *x509.Certificate, key, parentKey *ecdsa.PrivateKey) *Cert {
-	t.Helper()
+func sign(tmpl, parent *x509.Certificate, key, parentKey *ecdsa.PrivateKey) (*Cert, error) {
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, parent, &key.PublicKey, parentKey)
 	if err != nil {
-		t.Fatalf("testcerts: sign: %v", err)
+		return nil, fmt.Errorf("sign: %w", err)
 	}
 	cert, err := x509.ParseCertificate(der)
 	if err != nil {
-		t.Fatalf("testcerts: parse: %v", err)
+		return nil, fmt.Errorf("parse: %w", err)
 	}
-	return &Cert{Cert: cert, Key: key,
-		CertPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), KeyPEM: keyPEM(t, key)}
+	kp, err := keyPEM(key)
+	if err != nil {
+		return nil, err
+	}
+	return &Cert{Cert: cert, Key: key, CertPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), KeyPEM: kp}, nil
 }
 
-func keyPEM(t testing.TB, k *ecdsa.PrivateKey) []byte {
-	t.Helper()
+func keyPEM(k *ecdsa.PrivateKey) ([]byte, error) {
 	der, err := x509.MarshalPKCS8PrivateKey(k)
 	if err != nil {
-		t.Fatalf("testcerts: key: %v", err)
+		return nil, fmt.Errorf("key: %w", err)
 	}
-	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})
+	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), nil
 }
