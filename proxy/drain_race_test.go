@@ -65,42 +65,62 @@ func TestDrainRacingRequestsLosesNoResponse(t *testing.T) {
 	for round := 0; round < 300 && time.Now().Before(deadline); round++ {
 		b := startCountingBroker(t, clients)
 		env := startProxy(t, b.ln.Addr().String())
-		var got atomic.Int64
-		var started, ended sync.WaitGroup
-		started.Add(clients)
-		ended.Add(clients)
-		for range clients {
-			c := dialRaw(t, env.addr)
-			c.SetDeadline(time.Now().Add(10 * time.Second))
-			go func() {
-				defer ended.Done()
-				first := sync.OnceFunc(started.Done) // one answer, or the end
-				defer first()
-				for n := int32(0); ; n++ {
-					if _, err := c.Write(apiVersionsV0(n)); err != nil {
-						return
-					}
-					if _, err := readFrame(c); err != nil {
-						return
-					}
-					got.Add(1)
-					first()
+		conns := make([]net.Conn, clients)
+		for k := range conns {
+			conns[k] = dialRaw(t, env.addr)
+		}
+		raceDrain(t, round, env, b, conns, func(n int32) ([]byte, bool) { return apiVersionsV0(n), true })
+	}
+}
+
+// raceDrain has each of conns send requests one at a time (request n is
+// req(n); fromBroker says whether the broker answers it, rather than
+// kproxy) and drains env's kproxy while they do. Once every connection
+// has ended it checks that the broker read exactly as many requests as
+// the clients got answers from it, each for the request it answers.
+func raceDrain(t *testing.T, round int, env *testEnv, b *countingBroker, conns []net.Conn, req func(n int32) (frame []byte, fromBroker bool)) {
+	t.Helper()
+	var got atomic.Int64
+	var started, ended sync.WaitGroup
+	started.Add(len(conns))
+	ended.Add(len(conns))
+	for _, c := range conns {
+		c.SetDeadline(time.Now().Add(10 * time.Second))
+		go func() {
+			defer ended.Done()
+			first := sync.OnceFunc(started.Done) // one answer, or the end
+			defer first()
+			for n := int32(0); ; n++ {
+				f, fromBroker := req(n)
+				if _, err := c.Write(f); err != nil {
+					return
 				}
-			}()
-		}
-		started.Wait()
-		time.Sleep(time.Duration(rand.IntN(300)) * time.Microsecond)
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		err := env.srv.Drain(ctx)
-		cancel()
-		if err != nil {
-			t.Fatalf("round %d: drain: %v", round, err)
-		}
-		ended.Wait()
-		b.wg.Wait()
-		if took, got := b.took.Load(), got.Load(); took != got {
-			t.Fatalf("round %d: the broker read %d requests, the clients got %d responses: %d responses lost in the drain", round, took, got, took-got)
-		}
+				f, err := readFrame(c)
+				if err != nil {
+					return
+				}
+				if corrOf(f) != n {
+					t.Errorf("response %d for request %d", corrOf(f), n)
+				}
+				if fromBroker {
+					got.Add(1)
+				}
+				first()
+			}
+		}()
+	}
+	started.Wait()
+	time.Sleep(time.Duration(rand.IntN(300)) * time.Microsecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	err := env.srv.Drain(ctx)
+	cancel()
+	if err != nil {
+		t.Fatalf("round %d: drain: %v", round, err)
+	}
+	ended.Wait()
+	b.wg.Wait()
+	if took, got := b.took.Load(), got.Load(); took != got {
+		t.Fatalf("round %d: the broker read %d requests, the clients got %d responses: %d responses lost in the drain", round, took, got, took-got)
 	}
 }
 

@@ -1,13 +1,10 @@
 package proxy
 
 import (
-	"context"
 	"crypto/tls"
-	"math/rand/v2"
+	"net"
 	"runtime"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -31,60 +28,24 @@ func TestTLSDrainRacingRequests(t *testing.T) {
 				Match: policy.Selector{APIs: []string{"Metadata"}}})
 		}
 		cfg := w.clientTLS(t, tlsSides{client: true}, "")
-		var got atomic.Int64
-		var started, ended sync.WaitGroup
-		started.Add(clients)
-		ended.Add(clients)
-		for range clients {
+		conns := make([]net.Conn, clients)
+		for k := range conns {
 			c, err := tls.Dial("tcp", env.addr, cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer c.Close()
-			c.SetDeadline(time.Now().Add(10 * time.Second))
-			meta := round%2 == 1
-			go func() {
-				defer ended.Done()
-				first := sync.OnceFunc(started.Done)
-				defer first()
-				for n := int32(0); ; n++ {
-					req := apiVersionsV0(n)
-					isMeta := meta && n%2 == 1
-					if isMeta {
-						m := kmsg.NewPtrMetadataRequest()
-						m.Version = 1
-						req = encodeRequest(m, n)
-					}
-					if _, err := c.Write(req); err != nil {
-						return
-					}
-					f, err := readFrame(c)
-					if err != nil {
-						return
-					}
-					if corrOf(f) != n {
-						t.Errorf("response %d for request %d", corrOf(f), n)
-					}
-					if !isMeta {
-						got.Add(1)
-					}
-					first()
-				}
-			}()
+			conns[k] = c
 		}
-		started.Wait()
-		time.Sleep(time.Duration(rand.IntN(300)) * time.Microsecond)
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		err := env.srv.Drain(ctx)
-		cancel()
-		if err != nil {
-			t.Fatalf("round %d: drain: %v", round, err)
-		}
-		ended.Wait()
-		b.wg.Wait()
-		if took, got := b.took.Load(), got.Load(); took != got {
-			t.Fatalf("round %d: broker read %d, clients got %d", round, took, got)
-		}
+		meta := round%2 == 1
+		raceDrain(t, round, env, b, conns, func(n int32) ([]byte, bool) {
+			if meta && n%2 == 1 { // answered by kproxy
+				m := kmsg.NewPtrMetadataRequest()
+				m.Version = 1
+				return encodeRequest(m, n), false
+			}
+			return apiVersionsV0(n), true
+		})
 	}
 	buf := make([]byte, 1<<20)
 	left := func() bool { return strings.Contains(string(buf[:runtime.Stack(buf, true)]), "(*stream).run") }
