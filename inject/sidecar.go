@@ -70,7 +70,7 @@ func asked(ann map[string]string) (Asked, error) {
 // Options are what the injector is told rather than the workload.
 type Options struct {
 	Image     string // kproxy's image
-	ConfigMap string // the ConfigMap holding kproxy.yaml
+	ConfigMap string // the ConfigMap holding kproxy.yaml (broker mode; cluster mode's is generated)
 	OTLP      string // OTEL_EXPORTER_OTLP_ENDPOINT for the sidecar; empty leaves tracing off
 }
 
