@@ -2,6 +2,7 @@ package inject
 
 import (
 	"fmt"
+	"math"
 	"net"
 	"strconv"
 	"strings"
@@ -50,6 +51,9 @@ type Cluster struct {
 // sidecar. It is not the broker pod's 9190, which the default node ports
 // 9100-9199 cover.
 const ClusterAdminPort = 9290
+
+// maxNodePorts is kproxy's bound on node_ids' span (cluster.Config).
+const maxNodePorts = 4096
 
 // Defaults of the cluster annotations, those of kproxy's cluster: section.
 const (
@@ -113,14 +117,28 @@ func cluster(ann map[string]string, listen int) (*Cluster, error) {
 		lo, hi, found := strings.Cut(v, "-")
 		first, err1 := strconv.Atoi(lo)
 		last, err2 := strconv.Atoi(hi)
-		if !found || err1 != nil || err2 != nil || first < 0 || last < first {
+		if !found || err1 != nil || err2 != nil || first < 0 || last < first || last > math.MaxInt32 {
 			return nil, fmt.Errorf("annotation %s=%q: want MIN-MAX, node ids with 0 <= MIN <= MAX (e.g. 0-99)", AnnotationNodeIDs, v)
 		}
 		c.NodeIDMin, c.NodeIDMax = first, last
 	}
+	if err := c.check(listen); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// check refuses the ports kproxy would refuse (cluster.Config's
+// Validate, and kproxy.yaml's admin and listen ports), so that a bad
+// annotation fails at injection rather than in the pod.
+func (c *Cluster) check(listen int) error {
+	if n := c.NodeIDMax - c.NodeIDMin + 1; n > maxNodePorts {
+		return fmt.Errorf("annotation %s=\"%d-%d\" spans %d node ids; kproxy serves at most %d (each is a bound port)",
+			AnnotationNodeIDs, c.NodeIDMin, c.NodeIDMax, n, maxNodePorts)
+	}
 	last := c.NodePortBase + c.NodeIDMax - c.NodeIDMin
 	if last > 65535 {
-		return nil, fmt.Errorf("node ports %d-%d (%s %d, %s %d-%d) go past 65535",
+		return fmt.Errorf("node ports %d-%d (%s %d, %s %d-%d) go past 65535",
 			c.NodePortBase, last, AnnotationNodePortBase, c.NodePortBase, AnnotationNodeIDs, c.NodeIDMin, c.NodeIDMax)
 	}
 	for _, p := range []struct {
@@ -128,14 +146,14 @@ func cluster(ann map[string]string, listen int) (*Cluster, error) {
 		port int
 	}{{"the bootstrap listener's port " + AnnotationListenPort, listen}, {"the admin port", ClusterAdminPort}} {
 		if p.port >= c.NodePortBase && p.port <= last {
-			return nil, fmt.Errorf("node ports %d-%d (%s %d, %s %d-%d) include %s %d",
+			return fmt.Errorf("node ports %d-%d (%s %d, %s %d-%d) include %s %d",
 				c.NodePortBase, last, AnnotationNodePortBase, c.NodePortBase, AnnotationNodeIDs, c.NodeIDMin, c.NodeIDMax, p.name, p.port)
 		}
 	}
 	if listen == ClusterAdminPort {
-		return nil, fmt.Errorf("annotation %s=%d: that is the admin port", AnnotationListenPort, listen)
+		return fmt.Errorf("annotation %s=%d: that is the admin port", AnnotationListenPort, listen)
 	}
-	return c, nil
+	return nil
 }
 
 // hostPort checks a bootstrap address: a DNS name or an IP address, and a

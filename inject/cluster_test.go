@@ -252,6 +252,8 @@ func TestClusterBadAnnotations(t *testing.T) {
 		{"node ids reversed", cluster(AnnotationNodeIDs, "9-3"), AnnotationNodeIDs},
 		{"node ids negative", cluster(AnnotationNodeIDs, "-1-4"), AnnotationNodeIDs},
 		{"node ids words", cluster(AnnotationNodeIDs, "a-b"), AnnotationNodeIDs},
+		{"node ids past int32", cluster(AnnotationNodeIDs, "0-2147483648"), AnnotationNodeIDs},
+		{"more node ids than kproxy serves", cluster(AnnotationNodeIDs, "0-4096", AnnotationNodePortBase, "10000"), "spans 4097 node ids; kproxy serves at most 4096"},
 		{"node ports cover the bootstrap port", cluster(AnnotationNodePortBase, "9050"), "include the bootstrap listener's port kproxy.io/listen-port 9092"},
 		{"node ports cover the admin port", cluster(AnnotationNodePortBase, "9250"), "include the admin port 9290"},
 		{"listen port is the admin port", cluster(AnnotationListenPort, "9290"), AnnotationListenPort},
@@ -282,6 +284,8 @@ func TestClusterBadAnnotations(t *testing.T) {
 		cluster(AnnotationBootstrap, "[fd00::7]:9092"),
 		cluster(AnnotationBootstrap, "Kafka.Example.COM:9092"),
 		cluster(AnnotationNodeIDs, "7-7"),
+		cluster(AnnotationNodeIDs, "1000-5095", AnnotationNodePortBase, "10000"), // 4096 ids
+		cluster(AnnotationNodeIDs, "2147483547-2147483646"),
 		cluster(AnnotationNodePortBase, "9093"), // just past the bootstrap port
 	} {
 		if _, err := Manifest(annotated(ann), Defaults()); err != nil {
@@ -422,10 +426,11 @@ func TestClusterMatchesExample(t *testing.T) {
 	}
 }
 
-// kproxy itself, built from this repository, accepts the generated
-// client-pod kproxy.yaml with the sidecar's command line (TLS flags
-// included, the Secret laid out as the kubelet does), and refuses one
-// whose node ports it would not take.
+// kproxy itself, built from this repository, agrees with the injector
+// on the generated client-pod kproxy.yaml: with the sidecar's command line
+// (TLS flags included, the Secret laid out as the kubelet does), kproxy
+// validate accepts every file whose ports the injector accepts, and
+// refuses every one the injector refuses.
 func TestClusterConfigValidates(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "kproxy")
 	if out, err := exec.Command("go", "build", "-C", "..", "-o", bin, "./cmd/kproxy").CombinedOutput(); err != nil {
@@ -435,34 +440,46 @@ func TestClusterConfigValidates(t *testing.T) {
 	pair := selfSigned(t)
 	secretDir(t, filepath.Join(root, strings.TrimPrefix(TLSDir, "/")), map[string][]byte{"tls.crt": pair[0], "tls.key": pair[1]})
 	cfg := filepath.Join(root, "etc/kproxy/kproxy.yaml")
-	for _, a := range []Asked{
-		{Listen: 9092, Cluster: &Cluster{Bootstrap: "kafka-bootstrap:9092", NodePortBase: 9100, NodeIDMax: 99}},
-		{Listen: 9093, Secret: "s", Cluster: &Cluster{Bootstrap: "[fd00::7]:9094", NodePortBase: 9300, NodeIDMin: 1, NodeIDMax: 3}},
+	if err := os.MkdirAll(filepath.Dir(cfg), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		a    Asked
+		ok   bool
+	}{
+		{"defaults", Asked{Listen: 9092, Cluster: &Cluster{Bootstrap: "kafka-bootstrap:9092", NodePortBase: 9100, NodeIDMax: 99}}, true},
+		{"TLS, IPv6 bootstrap, a few ids", Asked{Listen: 9093, Secret: "s", Cluster: &Cluster{Bootstrap: "[fd00::7]:9094", NodePortBase: 9300, NodeIDMin: 1, NodeIDMax: 3}}, true},
+		{"ports up to 65535", Asked{Listen: 9092, Cluster: &Cluster{Bootstrap: "k:9092", NodePortBase: 65436, NodeIDMax: 99}}, true},
+		{"4096 ids", Asked{Listen: 9092, Cluster: &Cluster{Bootstrap: "k:9092", NodePortBase: 10000, NodeIDMin: 1000, NodeIDMax: 5095}}, true},
+		{"the highest ids", Asked{Listen: 9092, Cluster: &Cluster{Bootstrap: "k:9092", NodePortBase: 9100, NodeIDMin: 2147483547, NodeIDMax: 2147483646}}, true},
+		{"node ports over admin", Asked{Listen: 9092, Cluster: &Cluster{Bootstrap: "k:9092", NodePortBase: 9250, NodeIDMax: 99}}, false},
+		{"node ports over listen", Asked{Listen: 9092, Cluster: &Cluster{Bootstrap: "k:9092", NodePortBase: 9050, NodeIDMax: 99}}, false},
+		{"node ports past 65535", Asked{Listen: 9092, Cluster: &Cluster{Bootstrap: "k:9092", NodePortBase: 65437, NodeIDMax: 99}}, false},
+		{"4097 ids", Asked{Listen: 9092, Cluster: &Cluster{Bootstrap: "k:9092", NodePortBase: 10000, NodeIDMax: 4096}}, false},
 	} {
-		if err := os.WriteFile(cfg, []byte(ClusterConfig(a)), 0o600); err != nil {
+		if err := os.WriteFile(cfg, []byte(ClusterConfig(c.a)), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		args := Sidecar(Defaults(), a).Args
+		args := Sidecar(Defaults(), c.a).Args
 		args[0] = "validate"
 		for i, arg := range args {
 			if strings.HasPrefix(arg, configDir+"/") {
 				args[i] = filepath.Join(root, arg)
 			}
 		}
-		if out, err := exec.Command(bin, args...).CombinedOutput(); err != nil {
-			t.Errorf("kproxy %q: %v\n%s\n%s", args, err, out, ClusterConfig(a))
+		out, err := exec.Command(bin, args...).CombinedOutput()
+		if (err == nil) != c.ok {
+			t.Errorf("%s: kproxy %q: %v, want ok=%v\n%s\n%s", c.name, args, err, c.ok, out, ClusterConfig(c.a))
+		}
+		if ierr := c.a.Cluster.check(c.a.Listen); (ierr == nil) != c.ok {
+			t.Errorf("%s: injector: %v, want ok=%v", c.name, ierr, c.ok)
 		}
 	}
-	// A check that can fail: kproxy refuses node ports that cover its
-	// admin port, which the injector refuses too.
-	bad := Asked{Listen: 9092, Cluster: &Cluster{Bootstrap: "kafka:9092", NodePortBase: 9250, NodeIDMax: 99}}
-	if err := os.WriteFile(cfg, []byte(ClusterConfig(bad)), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command(bin, "validate", "--config", cfg).CombinedOutput(); err == nil {
-		t.Errorf("kproxy validate took node ports 9250-9349 with admin on 9290:\n%s", out)
-	}
-	if _, err := asked(map[string]string{AnnotationMode: ModeCluster, AnnotationBootstrap: "kafka:9092", AnnotationNodePortBase: "9250"}); err == nil {
-		t.Error("the injector took node ports 9250-9349 with admin on 9290")
+	// kproxy validate does not compare proxy.listen's port with
+	// admin.listen's (127.0.0.1:9290 and 0.0.0.0:9290 differ as text, but
+	// the second bind fails at start); the injector refuses it.
+	if err := (&Cluster{Bootstrap: "k:9092", NodePortBase: 9100, NodeIDMax: 99}).check(ClusterAdminPort); err == nil {
+		t.Error("injector: the bootstrap listener on the admin port was taken")
 	}
 }
