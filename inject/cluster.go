@@ -25,6 +25,16 @@ const (
 	AnnotationNodePortBase = "kproxy.io/node-port-base"
 	// AnnotationNodeIDs is cluster.node_ids as "MIN-MAX", default "0-99".
 	AnnotationNodeIDs = "kproxy.io/node-ids"
+	// AnnotationUpstreamTLS "true" has kproxy speak TLS to the brokers
+	// (tls.upstream), verifying them against the system roots: what
+	// managed clusters need, while the application talks plaintext to
+	// localhost.
+	AnnotationUpstreamTLS = "kproxy.io/upstream-tls"
+	// AnnotationUpstreamCASecret names a Secret in the workload's
+	// namespace whose ca.crt the brokers' certificates must chain to
+	// (tls.upstream.ca_file), e.g. a Strimzi cluster's
+	// <cluster>-cluster-ca-cert. It implies upstream TLS.
+	AnnotationUpstreamCASecret = "kproxy.io/upstream-ca-secret"
 	// AnnotationClusterConfig is written by the injector, not by users:
 	// the pod template's copy of the generated kproxy.yaml, which the
 	// sidecar reads through a downward API volume. A webhook may only
@@ -45,7 +55,18 @@ type Cluster struct {
 	NodePortBase int    // cluster.node_port_base
 	NodeIDMin    int    // cluster.node_ids.min
 	NodeIDMax    int    // cluster.node_ids.max
+	UpstreamTLS  bool   // tls.upstream: TLS to the brokers
+	// UpstreamCASecret is the Secret holding the brokers' CA (ca.crt);
+	// empty: the system roots.
+	UpstreamCASecret string
 }
+
+// The upstream CA Secret's volume, and where the sidecar mounts it:
+// whole, so a renewed CA reaches kproxy, which reloads it.
+const (
+	UpstreamCAVolumeName = "kproxy-upstream-ca"
+	UpstreamCADir        = configDir + "/upstream-ca"
+)
 
 // ClusterAdminPort is the admin port (probes, /metrics) of a client-pod
 // sidecar. It is not the broker pod's 9190, which the default node ports
@@ -68,7 +89,7 @@ const (
 // kproxy.io/mode: cluster would otherwise inject a broker-pod sidecar).
 var (
 	brokerOnly  = []string{AnnotationUpstreamPort}
-	clusterOnly = []string{AnnotationBootstrap, AnnotationNodePortBase, AnnotationNodeIDs}
+	clusterOnly = []string{AnnotationBootstrap, AnnotationNodePortBase, AnnotationNodeIDs, AnnotationUpstreamTLS, AnnotationUpstreamCASecret}
 )
 
 // mode reads AnnotationMode and refuses the other mode's annotations.
@@ -124,6 +145,22 @@ func cluster(ann map[string]string, listen int) (*Cluster, error) {
 	}
 	if err := c.check(listen); err != nil {
 		return nil, err
+	}
+	switch v, ok := ann[AnnotationUpstreamTLS]; {
+	case !ok || v == "false":
+	case v == "true":
+		c.UpstreamTLS = true
+	default:
+		return nil, fmt.Errorf("annotation %s=%q: want \"true\" or \"false\"", AnnotationUpstreamTLS, v)
+	}
+	if name, ok := ann[AnnotationUpstreamCASecret]; ok {
+		if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+			return nil, fmt.Errorf("annotation %s=%q: want a Secret's name: %s", AnnotationUpstreamCASecret, name, strings.Join(errs, "; "))
+		}
+		if ann[AnnotationUpstreamTLS] == "false" {
+			return nil, fmt.Errorf("annotation %s needs TLS to the brokers, and %s is \"false\"", AnnotationUpstreamCASecret, AnnotationUpstreamTLS)
+		}
+		c.UpstreamTLS, c.UpstreamCASecret = true, name
 	}
 	return c, nil
 }
@@ -202,7 +239,25 @@ tracing:
   # Turned on by OTEL_EXPORTER_OTLP_ENDPOINT.
   enabled: false
   sample_ratio: 0.05
-`, a.Listen, c.Bootstrap, c.NodePortBase, c.NodeIDMin, c.NodeIDMax, ClusterAdminPort)
+`, a.Listen, c.Bootstrap, c.NodePortBase, c.NodeIDMin, c.NodeIDMax, ClusterAdminPort) + upstreamTLS(c)
+}
+
+// upstreamTLS is the tls: section of a client-pod kproxy.yaml, if any.
+func upstreamTLS(c *Cluster) string {
+	switch {
+	case c.UpstreamCASecret != "":
+		return fmt.Sprintf(`tls:
+  # TLS to the brokers, verified against the Secret %s's ca.crt.
+  upstream:
+    ca_file: %s/ca.crt
+`, c.UpstreamCASecret, UpstreamCADir)
+	case c.UpstreamTLS:
+		return `tls:
+  # TLS to the brokers, verified against the system roots.
+  upstream: {}
+`
+	}
+	return ""
 }
 
 // clusterConfigVolume shows AnnotationClusterConfig as kproxy.yaml.

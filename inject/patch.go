@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"slices"
 	"strings"
 
 	jsonpatch "gomodules.xyz/jsonpatch/v2"
@@ -19,8 +20,8 @@ func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
 // touch only the init containers and volumes, by whole element, and in
 // cluster mode the pod template's AnnotationClusterConfig, so they apply
 // to the object exactly as the user or the API server wrote it. A TLS
-// Secret volume, or a generated config annotation, left from an injection
-// whose annotation is gone is removed.
+// or CA Secret volume, or a generated config annotation, left from an
+// injection whose annotation is gone is removed.
 func Patch(raw []byte, o Options, strict bool) ([]jsonpatch.Operation, error) {
 	ok, err := wants(raw, strict)
 	if err != nil || !ok {
@@ -64,23 +65,28 @@ func Patch(raw []byte, o Options, strict bool) ([]jsonpatch.Operation, error) {
 			return nil, err
 		}
 	}
+	var unasked []string
 	if a.Secret == "" {
-		// After the replaces above, so their indexes still hold.
-		return drop(ops, pod+"/volumes", vols, TLSVolumeName)
+		unasked = append(unasked, TLSVolumeName)
 	}
-	return ops, nil
+	if a.Cluster == nil || a.Cluster.UpstreamCASecret == "" {
+		unasked = append(unasked, UpstreamCAVolumeName)
+	}
+	// After the replaces above, so their indexes still hold.
+	return drop(ops, pod+"/volumes", vols, unasked...)
 }
 
-// drop adds the removal of the element named name from the list at path,
-// if there is one.
-func drop(ops []jsonpatch.Operation, path string, list []json.RawMessage, name string) ([]jsonpatch.Operation, error) {
-	for i, el := range list {
+// drop adds the removal of the elements named names from the list at
+// path, those there are: last first, so each index holds when its
+// removal runs.
+func drop(ops []jsonpatch.Operation, path string, list []json.RawMessage, names ...string) ([]jsonpatch.Operation, error) {
+	for i := len(list) - 1; i >= 0; i-- {
 		var named struct{ Name string }
-		if err := json.Unmarshal(el, &named); err != nil {
+		if err := json.Unmarshal(list[i], &named); err != nil {
 			return nil, err
 		}
-		if named.Name == name {
-			return append(ops, jsonpatch.NewOperation("remove", fmt.Sprintf("%s/%d", path, i), nil)), nil
+		if slices.Contains(names, named.Name) {
+			ops = append(ops, jsonpatch.NewOperation("remove", fmt.Sprintf("%s/%d", path, i), nil))
 		}
 	}
 	return ops, nil

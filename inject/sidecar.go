@@ -177,6 +177,9 @@ func Sidecar(o Options, a Asked) corev1.Container {
 		args = append(args, "--tls-cert", TLSDir+"/tls.crt", "--tls-key", TLSDir+"/tls.key")
 		mounts = append(mounts, corev1.VolumeMount{Name: TLSVolumeName, MountPath: TLSDir, ReadOnly: true})
 	}
+	if a.Cluster != nil && a.Cluster.UpstreamCASecret != "" {
+		mounts = append(mounts, corev1.VolumeMount{Name: UpstreamCAVolumeName, MountPath: UpstreamCADir, ReadOnly: true})
+	}
 	return corev1.Container{
 		Name:            ContainerName,
 		Image:           o.Image,
@@ -207,7 +210,7 @@ func Sidecar(o Options, a Asked) corev1.Container {
 
 // Volumes are the pod volumes the sidecar mounts: the ConfigMap (in
 // cluster mode, the generated kproxy.yaml from the pod's annotation
-// instead) and, when asked, the TLS Secret.
+// instead) and, when asked, the TLS Secret and the brokers' CA Secret.
 func Volumes(o Options, a Asked) []corev1.Volume {
 	v := []corev1.Volume{{Name: VolumeName, VolumeSource: corev1.VolumeSource{
 		ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: o.ConfigMap}}}}}
@@ -217,6 +220,10 @@ func Volumes(o Options, a Asked) []corev1.Volume {
 	if a.Secret != "" {
 		v = append(v, corev1.Volume{Name: TLSVolumeName, VolumeSource: corev1.VolumeSource{
 			Secret: &corev1.SecretVolumeSource{SecretName: a.Secret}}})
+	}
+	if a.Cluster != nil && a.Cluster.UpstreamCASecret != "" {
+		v = append(v, corev1.Volume{Name: UpstreamCAVolumeName, VolumeSource: corev1.VolumeSource{
+			Secret: &corev1.SecretVolumeSource{SecretName: a.Cluster.UpstreamCASecret}}})
 	}
 	return v
 }
