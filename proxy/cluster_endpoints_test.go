@@ -101,6 +101,11 @@ func (w *endpointsWorld) rewritten(t *testing.T, frame []byte, key, version int1
 			check(r.Brokers[i].NodeID, &r.Brokers[i].Host, &r.Brokers[i].Port)
 		}
 		n = len(r.Brokers)
+	case *kmsg.ShareFetchResponse:
+		for i := range r.NodeEndpoints {
+			check(r.NodeEndpoints[i].NodeID, &r.NodeEndpoints[i].Host, &r.NodeEndpoints[i].Port)
+		}
+		n = len(r.NodeEndpoints)
 	}
 	if n != 3 {
 		t.Fatalf("%s v%d from kfake has %d NodeEndpoints, want 3: the test does not exercise the rewrite", kmsg.NameForKey(key), version, n)
@@ -232,5 +237,42 @@ func checkRecords(t *testing.T, batches []byte, n int) {
 	}
 	if got != n {
 		t.Fatalf("fetched %d records, want %d", got, n)
+	}
+}
+
+// TestClusterShareFetchNodeEndpoints: a ShareFetch (KIP-932) for a
+// partition that moved away is answered with NOT_LEADER_OR_FOLLOWER and
+// the NodeEndpoints of every broker (not a tagged field here); the client
+// receives the broker's answer with each endpoint at its node port.
+func TestClusterShareFetchNodeEndpoints(t *testing.T) {
+	w := startEndpointsWorld(t)
+	if err := w.kc.MoveTopicPartition(w.topic, 1, 1); err != nil {
+		t.Fatal(err)
+	}
+	group, member := "share-group", "share-member-0000000001"
+	top := min(2, kmsg.NewPtrShareFetchRequest().MaxVersion()) // kfake: ShareFetch v0-2
+	for v := int16(1); v <= top; v++ {
+		req := kmsg.NewPtrShareFetchRequest()
+		req.Version, req.GroupID, req.MemberID = v, &group, &member
+		req.ShareSessionEpoch, req.MaxWaitMillis, req.MinBytes, req.MaxBytes, req.MaxRecords = 0, 100, 1, 1<<20, 100
+		st := kmsg.NewShareFetchRequestTopic()
+		st.TopicID = w.topicID
+		sp := kmsg.NewShareFetchRequestTopicPartition()
+		sp.Partition = 1
+		st.Partitions = append(st.Partitions, sp)
+		req.Topics = append(req.Topics, st)
+		direct, proxied := w.both(t, req, 200+int32(v))
+		if want := w.rewritten(t, direct, 78, v); !bytes.Equal(proxied, want) {
+			t.Fatalf("ShareFetch v%d: the client got\n%x\nwant the broker's frame with node ports\n%x", v, proxied, want)
+		}
+		r := decodeResponse(t, proxied, 78, v).(*kmsg.ShareFetchResponse)
+		if len(r.Topics) != 1 || len(r.Topics[0].Partitions) != 1 || r.Topics[0].Partitions[0].ErrorCode != kerr.NotLeaderForPartition.Code {
+			t.Fatalf("ShareFetch v%d: answered %+v, want NOT_LEADER_OR_FOLLOWER for partition 1", v, r.Topics)
+		}
+		for _, b := range r.NodeEndpoints {
+			if got := hostPort(b.Host, b.Port); got != w.nodeAddr(b.NodeID) {
+				t.Fatalf("ShareFetch v%d: the client was told node %d is at %s, not %s", v, b.NodeID, got, w.nodeAddr(b.NodeID))
+			}
+		}
 	}
 }
