@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -151,4 +152,52 @@ func TestClusterFindCoordinator(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestClusterCoordinatorMovesSarama: sarama dials the address a
+// FindCoordinator answer names (franz-go dials the node id it knows from
+// Metadata), so a sarama group shows that the coordinator's address it is
+// given, before and after the coordinators move, is kproxy's node port.
+// The second session resumes from the offsets committed through the first
+// coordinator and reads only the new records.
+func TestClusterCoordinatorMovesSarama(t *testing.T) {
+	const topic, group, partitions, n = "coordinated-sarama", "moving-sarama-group", 6, 600
+	env := startCluster(t, 3, 7, []kfake.Opt{kfake.SeedTopics(partitions, topic)})
+	env.spread(t, topic, partitions, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	prod, err := kgo.NewClient(kgo.SeedBrokers(env.addr), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	dials := &addrDialer{}
+	cfg := saramaConfig(nil)
+	cfg.Net.Proxy.Dialer = dials
+	cl, err := sarama.NewClient([]string{env.addr}, cfg)
+	if err != nil {
+		t.Fatalf("sarama client: %v", err)
+	}
+	defer cl.Close()
+
+	produceDuring(ctx, t, prod, topic, 0, n, n, nil)
+	verifyRange(t, saramaConsumeAll(ctx, t, cl, group, topic, n), 0, n)
+	first := env.kc.CoordinatorFor(group)
+	for i := 0; env.kc.CoordinatorFor(group) == first; i++ {
+		if i == 100 {
+			t.Fatalf("the coordinator of %s stayed on node %d through 100 rehashes", group, first)
+		}
+		env.kc.RehashCoordinators()
+	}
+	second := env.kc.CoordinatorFor(group)
+	produceDuring(ctx, t, prod, topic, n, 2*n, n, nil)
+	verifyRange(t, saramaConsumeAll(ctx, t, cl, group, topic, n), n, 2*n)
+	co, err := cl.Coordinator(group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if co.ID() != second || co.Addr() != env.nodeAddr(second) {
+		t.Fatalf("sarama's coordinator is node %d at %s, want node %d at %s", co.ID(), co.Addr(), second, env.nodeAddr(second))
+	}
+	dials.check(t, env)
 }
