@@ -84,6 +84,14 @@ func (r *reader) compactLen() int {
 
 // skipCompactBytes skips a compact (nullable) string or bytes field.
 func (r *reader) skipCompactBytes() {
+	off := r.off
+	if off < len(r.b) && r.b[off] < 0x80 { // compactLen's common case, without its call
+		r.off++
+		if n := int(r.b[off]) - 1; n > 0 {
+			r.skip(n)
+		}
+		return
+	}
 	if n := r.compactLen(); n > 0 {
 		r.skip(n)
 	}
