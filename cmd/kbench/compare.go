@@ -14,7 +14,8 @@ import (
 
 const compareHelp = `kbench compare drives the same Produce (or Fetch) load, in one run, at the null broker
 directly, through kproxy, and through any other proxy given with --other,
-alternating targets for --rounds rounds to smooth out noise, and prints
+alternating targets for --rounds rounds to smooth out noise (each round
+starting one target further on), and prints
 each target's figures with its ratio to direct.
 
 The null broker listens on --broker-listen (default 127.0.0.1:39092), so an
@@ -313,15 +314,21 @@ func startTraced(bin, broker string, ratio float64, extra []string) (*kproxyChil
 	return k, sink, nil
 }
 
-// compare runs every target once per round, in turn, and sums each
-// target's rounds. The first target is the reference (direct).
+// compare runs every target once per round, in turn, each round starting
+// one target further on, and sums each target's rounds. The first target
+// is the reference (direct).
 func compare(cfg loadConfig, targets []other, rounds int) ([]row, error) {
 	rows := make([]row, len(targets))
 	for i, t := range targets {
 		rows[i] = row{name: t.name, hasCPU: t.pid > 0, res: loadResult{Hist: newHistogram()}}
 	}
 	for r := range rounds {
-		for i, t := range targets {
+		// Each round starts one target later than the last, so that no
+		// target always runs right after the same one (a proxy that
+		// follows another finds the machine as that one left it).
+		for k := range targets {
+			i := (r + k) % len(targets)
+			t := targets[i]
 			c := cfg
 			c.Addr = t.addr
 			var before time.Duration
