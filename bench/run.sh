@@ -3,14 +3,15 @@
 # Needs go, socat and haproxy (Debian: apt-get install socat haproxy).
 # Everything listens on 127.0.0.1: the fixed ports are below the ephemeral
 # range, and the kproxies compare starts take free ports. Everything
-# started here is stopped on exit. Takes about 9 minutes.
+# started here is stopped on exit. Takes about 15 minutes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # bash bench/run.sh hostile runs the hostile section alone, which needs
-# only go; bash bench/run.sh tls runs the TLS section alone (go, haproxy).
+# only go; bash bench/run.sh tls runs the TLS section alone (go, haproxy);
+# bash bench/run.sh cluster runs the cluster mode section alone (go).
 tools=(go socat haproxy)
-[[ ${1:-} == hostile ]] && tools=(go)
+[[ ${1:-} == hostile || ${1:-} == cluster ]] && tools=(go)
 [[ ${1:-} == tls ]] && tools=(go haproxy)
 for tool in "${tools[@]}"; do
 	command -v "$tool" >/dev/null || { echo "bench/run.sh: $tool not found; install it (Debian: apt-get install socat haproxy)" >&2; exit 1; }
@@ -107,6 +108,36 @@ tls() {
 	kill "$hp"
 }
 
+# cluster: a kproxy in cluster mode (one node port, for the null broker's
+# node id) beside the single-broker one, loaded through its node port in
+# the same rounds. Produce v10 and Fetch v16 are the first versions whose
+# responses can carry KIP-951 NodeEndpoints, so the address rewriter walks
+# every one. More rounds than elsewhere: the ratio sought is near 100%, and
+# compare prints its per-round median and spread.
+cluster() {
+	local rounds=${KBENCH_CLUSTER_ROUNDS:-7}
+	ccompare() {
+		"$kb" compare --cluster --broker-listen 127.0.0.1:29112 --kproxy-bin "$work/kproxy" -t "$T" --rounds "$rounds" "$@" \
+			2>"$work/compare.log" || { cat "$work/compare.log" >&2; exit 1; }
+		echo
+	}
+	echo "== cluster mode: 64 connections x 8 in flight, small Produce v10"
+	ccompare -c 64 -d 8 -s 113
+	echo "== cluster mode: 1 connection x 64 in flight, small Produce v10"
+	ccompare -c 1 -d 64 -s 113
+	echo "== cluster mode: 1 MiB Produce v10, 4 connections x 4 in flight"
+	ccompare -c 4 -d 4 -s 1048576
+	echo "== cluster mode: 64 connections x 8 in flight, Fetch v16 of 113 bytes of records"
+	ccompare --api fetch -c 64 -d 8 -s 113
+	echo "== cluster mode: 1 connection x 64 in flight, Fetch v16 of 113 bytes of records"
+	ccompare --api fetch -c 1 -d 64 -s 113
+	echo "== cluster mode: Fetch v16 of 1 MiB of records, 4 connections x 4 in flight"
+	ccompare --api fetch -c 4 -d 4 -s 1048576
+	echo "== cluster mode: what the address rewriter costs per response (go test -bench ./cluster/)"
+	go test -run XXX -bench . -benchmem ./cluster/ | grep -E '^(Benchmark|ok)'
+	echo
+}
+
 go build -o "$work/kproxy" ./cmd/kproxy
 go build -o "$work/kbench" ./cmd/kbench
 kb=$work/kbench
@@ -118,6 +149,11 @@ hostile)
 tls)
 	echo "haproxy $(haproxy -v | head -1 | cut -d' ' -f3), $(go version | cut -d' ' -f3)"
 	tls
+	exit 0
+	;;
+cluster)
+	echo "$(nproc) CPUs: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'); $(go version | cut -d' ' -f3)"
+	cluster
 	exit 0
 	;;
 esac
@@ -196,6 +232,7 @@ echo
 
 hostile
 tls
+cluster
 
 echo "== relay benchmarks (allocations per relayed request/response)"
 go test -run XXX -bench 'Relay|ParseRequestHeader|PushPop' -benchmem ./proxy/ ./framing/ ./correlate/ | grep -E '^(Benchmark|ok)'

@@ -106,6 +106,9 @@ func skipProduceBody(r *reader, version int16) {
 // it is. With it, the frame up to off is copied, and the tag section is
 // re-encoded with tag 0 rewritten and every other tag kept byte for byte.
 func rewriteTopTags(frame []byte, off int, m Mapper) ([]byte, []Broker, error) {
+	if off == len(frame)-1 && frame[off] == 0 {
+		return frame, nil, nil // no tagged field, the common case
+	}
 	r := reader{b: frame, off: off}
 	n := r.uvarint()
 	var epStart, epEnd int

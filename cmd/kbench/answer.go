@@ -72,7 +72,7 @@ func (b *nullBroker) answer(dst []byte, h framing.RequestHeader, frame []byte) (
 		}
 		resp = b.produce(req)
 	case *kmsg.FetchRequest:
-		resp = fetch(req)
+		resp = b.fetch(req)
 	case *kmsg.ListOffsetsRequest:
 		resp = listOffsets(req)
 	case *kmsg.MetadataRequest:
@@ -130,8 +130,12 @@ func numRecords(records []byte) int64 {
 	return max(n, 1)
 }
 
-// fetch answers at once with every asked partition empty.
-func fetch(req *kmsg.FetchRequest) kmsg.Response {
+// fetch answers at once. A partition gets one record batch of about
+// MinBytes bytes at the offset asked for, as a broker holding that much
+// would send, when MinBytes is above 1 (kbench load --api fetch asks so);
+// otherwise, as for the clients' consumers, which ask for 1 byte, every
+// partition is empty.
+func (b *nullBroker) fetch(req *kmsg.FetchRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
 	resp.Topics = make([]kmsg.FetchResponseTopic, len(req.Topics))
 	for i, t := range req.Topics {
@@ -143,9 +147,39 @@ func fetch(req *kmsg.FetchRequest) kmsg.Response {
 			rp.Default()
 			rp.Partition = p.Partition
 			rp.HighWatermark, rp.LastStableOffset, rp.LogStartOffset = 0, 0, 0
+			if req.MinBytes > 1 && p.FetchOffset >= 0 {
+				rp.RecordBatches = fetchedBatch(int(min(req.MinBytes, maxFetchedBatch)), p.FetchOffset)
+				rp.HighWatermark = p.FetchOffset + 1
+				rp.LastStableOffset = rp.HighWatermark
+			}
 		}
 	}
 	return resp
+}
+
+// maxFetchedBatch bounds the batch a Fetch's MinBytes can ask for.
+const maxFetchedBatch = 64 << 20
+
+// fetchedBatches caches fetchedBatch's batches at offset 0 by size: a
+// load asks for one size over and over.
+var fetchedBatches sync.Map // int -> []byte
+
+// fetchedBatch is a valid record batch of one record at offset, about size
+// bytes long (at least the 70 or so of a batch of one empty record). The
+// batch at offset 0 is shared: callers only read it.
+func fetchedBatch(size int, offset int64) []byte {
+	batch, ok := fetchedBatches.Load(size)
+	if !ok {
+		overhead := len(oneRecordBatch(0))
+		batch, _ = fetchedBatches.LoadOrStore(size, oneRecordBatch(max(size-overhead, 0)))
+	}
+	raw := batch.([]byte)
+	if offset == 0 {
+		return raw
+	}
+	raw = append([]byte(nil), raw...)
+	binary.BigEndian.PutUint64(raw, uint64(offset)) // base offset, outside the CRC
+	return raw
 }
 
 // listOffsets says every partition is empty: its start and end are 0.
@@ -173,9 +207,9 @@ func listOffsets(req *kmsg.ListOffsetsRequest) kmsg.Response {
 // the configured one.
 func (b *nullBroker) metadata(req *kmsg.MetadataRequest) kmsg.Response {
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
-	resp.Brokers = []kmsg.MetadataResponseBroker{{NodeID: 0, Host: b.host, Port: b.port}}
+	resp.Brokers = []kmsg.MetadataResponseBroker{{NodeID: b.cfg.NodeID, Host: b.host, Port: b.port}}
 	resp.ClusterID = kmsg.StringPtr("kbench")
-	resp.ControllerID = 0
+	resp.ControllerID = b.cfg.NodeID
 	if req.Topics == nil || (req.Version == 0 && len(req.Topics) == 0) {
 		resp.Topics = append(resp.Topics, b.topicMetadata(b.cfg.Topic))
 	}
@@ -200,8 +234,8 @@ func (b *nullBroker) topicMetadata(name string) kmsg.MetadataResponseTopic {
 	t.Topic, t.TopicID = kmsg.StringPtr(name), topicID(name)
 	for p := range b.cfg.Partitions {
 		pt := kmsg.NewMetadataResponseTopicPartition()
-		pt.Partition, pt.Leader, pt.LeaderEpoch = int32(p), 0, 0
-		pt.Replicas, pt.ISR = []int32{0}, []int32{0}
+		pt.Partition, pt.Leader, pt.LeaderEpoch = int32(p), b.cfg.NodeID, 0
+		pt.Replicas, pt.ISR = []int32{b.cfg.NodeID}, []int32{b.cfg.NodeID}
 		t.Partitions = append(t.Partitions, pt)
 	}
 	return t

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"os"
 	"strconv"
@@ -23,6 +24,10 @@ type brokerConfig struct {
 	Topic      string      // the topic Metadata lists when asked for all topics
 	Partitions int         // partitions of every topic it knows
 	TLS        *tls.Config // when set, clients must speak TLS
+	// NodeID is the node id it names itself by in Metadata, as leader of
+	// every partition. A cluster-mode kproxy serves it on a node port only
+	// when it is within the kproxy's cluster.node_ids.
+	NodeID int32
 }
 
 // nullBroker answers the requests a producer, a consumer and kbench's load
@@ -177,10 +182,15 @@ func brokerCmd(args []string) error {
 	fs.StringVar(&cfg.Advertise, "advertise", "", "HOST:PORT to advertise in Metadata (default: the listen address)")
 	fs.StringVar(&cfg.Topic, "topic", "kbench", "topic listed when a client asks for all topics (any topic asked for is known)")
 	fs.IntVar(&cfg.Partitions, "partitions", 1, "partitions of every topic")
+	node := fs.Int("node-id", 0, "node id it gives itself in Metadata (within a cluster-mode kproxy's cluster.node_ids)")
 	tlsDir := fs.String("tls-dir", "", "speak TLS only, presenting the server certificate of this directory (from kbench certs)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
+	if *node < 0 || *node > math.MaxInt32 {
+		return usageError{fmt.Errorf("--node-id %d: want 0-%d", *node, math.MaxInt32)}
+	}
+	cfg.NodeID = int32(*node)
 	if *tlsDir != "" {
 		certs, err := loadCerts(*tlsDir)
 		if err != nil {
@@ -192,7 +202,7 @@ func brokerCmd(args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("kbench null broker listening on %s (advertising %s:%d)\n", b.Addr(), b.host, b.port)
+	fmt.Printf("kbench null broker listening on %s (advertising node %d at %s:%d)\n", b.Addr(), cfg.NodeID, b.host, b.port)
 	waitForStop()
 	b.close()
 	return nil

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -11,9 +12,10 @@ import (
 	"time"
 )
 
-const compareHelp = `kbench compare drives the same Produce load, in one run, at the null broker
+const compareHelp = `kbench compare drives the same Produce (or Fetch) load, in one run, at the null broker
 directly, through kproxy, and through any other proxy given with --other,
-alternating targets for --rounds rounds to smooth out noise, and prints
+alternating targets for --rounds rounds to smooth out noise (each round
+starting one target further on), and prints
 each target's figures with its ratio to direct.
 
 The null broker listens on --broker-listen (default 127.0.0.1:39092), so an
@@ -43,6 +45,16 @@ and localhost) are made at start in a temp dir, or read from --tls-dir,
 written beforehand by "kbench certs --dir DIR" so an --other proxy can be
 started with them first: HAProxy with "bind ... ssl crt DIR/tls.pem" and
 "server ... ssl verify required ca-file DIR/ca.crt".
+
+--cluster also starts a kproxy in cluster mode (a cluster: section with
+one node port, for the null broker's node id, --broker-node-id with
+--broker-addr) and drives its node port, where a cluster client's Produce
+and Fetch go, reporting it against the single-broker kproxy round by
+round. Its responses go through the address rewriter: Produce v10+ and
+Fetch v16+ are walked for KIP-951's NodeEndpoints, so --cluster sends
+Produce v10 unless --produce-version says otherwise (Fetch is v16 by
+default). --api fetch loads Fetch instead of Produce: every response
+carries -s bytes of records.
 
 ",pid=PID" makes compare report that process's CPU time per request too
 (read from /proc/PID/stat); a kproxy it starts itself is always measured.
@@ -102,6 +114,8 @@ func compareCmd(args []string) error {
 	rounds := fs.Int("rounds", 3, "rounds; each runs every target once, for -t")
 	traced := fs.Bool("traced", false, "also start a second kproxy (--kproxy-bin) tracing to a null OTLP/HTTP sink, and report it against the untraced one")
 	ratio := fs.Float64("trace-ratio", 1, "with --traced: the traced kproxy's tracing.sample_ratio")
+	clustered := fs.Bool("cluster", false, "also start a kproxy (--kproxy-bin) in cluster mode, load its node port, and report it against the single-broker one")
+	brokerNode := fs.Int("broker-node-id", 0, "the null broker's node id (the one compare starts gets it; give the one of --broker-addr's)")
 	useTLS := fs.Bool("tls", false, "TLS on every hop: load to target, and target to the null broker (see above)")
 	tlsDir := fs.String("tls-dir", "", "with --tls: the certificates from kbench certs (default: made at start in a temp dir)")
 	if err := parse(fs, args); err != nil {
@@ -119,14 +133,23 @@ func compareCmd(args []string) error {
 	if *traced && *bin == "" {
 		return usageError{errors.New("--traced needs --kproxy-bin")}
 	}
+	if *clustered && *bin == "" {
+		return usageError{errors.New("--cluster needs --kproxy-bin")}
+	}
+	if *brokerNode < 0 || *brokerNode > math.MaxInt32 {
+		return usageError{fmt.Errorf("--broker-node-id %d: want 0-%d", *brokerNode, math.MaxInt32)}
+	}
+	if *clustered && !flagSet(fs, "produce-version") {
+		cfg.ProduceVersion = 10 // the first whose response the rewriter walks
+	}
 	if *rounds < 1 {
 		return usageError{errors.New("--rounds must be at least 1")}
 	}
 	if *tlsDir != "" && !*useTLS {
 		return usageError{errors.New("--tls-dir needs --tls")}
 	}
-	if *useTLS && (*traced || *external != "") {
-		return usageError{errors.New("--tls starts its own TLS broker and kproxy config: not with --traced or --broker-addr")}
+	if *useTLS && (*traced || *clustered || *external != "") {
+		return usageError{errors.New("--tls starts its own TLS broker and kproxy config: not with --traced, --cluster or --broker-addr")}
 	}
 	kextra := strings.Fields(*kargs)
 	var certs *benchCerts
@@ -150,7 +173,7 @@ func compareCmd(args []string) error {
 
 	brokerAddr := *external
 	if brokerAddr == "" {
-		bc := brokerConfig{Listen: *listen, Topic: cfg.Topic, Partitions: 1}
+		bc := brokerConfig{Listen: *listen, Topic: cfg.Topic, Partitions: 1, NodeID: int32(*brokerNode)}
 		if certs != nil {
 			bc.TLS = certs.serverConfig()
 		}
@@ -182,6 +205,14 @@ func compareCmd(args []string) error {
 			targets = append(targets, other{name: "kproxy+trace", addr: tk.addr, pid: tk.cmd.Process.Pid})
 			tracedKproxy, tracedSink = tk, sink
 		}
+		if *clustered {
+			ck, nodeAddr, err := startClustered(*bin, brokerAddr, int32(*brokerNode), kextra)
+			if err != nil {
+				return err
+			}
+			defer ck.stop()
+			targets = append(targets, other{name: clusterTarget, addr: nodeAddr, pid: ck.cmd.Process.Pid})
+		}
 	case *kaddr != "":
 		targets = append(targets, other{name: "kproxy", addr: *kaddr, pid: *kpid})
 	}
@@ -195,9 +226,12 @@ func compareCmd(args []string) error {
 	if certs != nil {
 		over = ", TLS on every hop"
 	}
-	fmt.Printf("kbench compare: %d conns x %d in flight, %d-byte Produce v%d frames (acks=1), %d rounds x %v per target, null broker %s%s\n",
-		cfg.Conns, cfg.Depth, rows[0].res.FrameLen, produceVersion, *rounds, cfg.Duration, brokerAddr, over)
+	fmt.Printf("kbench compare: %d conns x %d in flight, %s, %d rounds x %v per target, null broker %s%s\n",
+		cfg.Conns, cfg.Depth, cfg.describe(rows[0].res.FrameLen), *rounds, cfg.Duration, brokerAddr, over)
 	printTable(os.Stdout, rows, &rows[0].res)
+	if *clustered {
+		printRoundRatios(os.Stdout, rowNamed(rows, clusterTarget), rows[1])
+	}
 	if *traced {
 		plain, tr := rows[1].res, rows[2].res
 		fmt.Printf("tracing (sample_ratio %g) keeps %.1f%% of untraced kproxy's req/s (%.0f of %.0f)\n",
@@ -207,6 +241,23 @@ func compareCmd(args []string) error {
 			tracedSink.spans.Load(), tr.Requests, tracedSink.bad.Load())
 	}
 	return nil
+}
+
+// flagSet reports whether name was given on the command line.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+// rowNamed is the row of the target called name.
+func rowNamed(rows []row, name string) row {
+	for _, r := range rows {
+		if r.name == name {
+			return r
+		}
+	}
+	return row{name: name}
 }
 
 // compareCerts loads the certificates of dir, or makes them in a new temp
@@ -263,15 +314,21 @@ func startTraced(bin, broker string, ratio float64, extra []string) (*kproxyChil
 	return k, sink, nil
 }
 
-// compare runs every target once per round, in turn, and sums each
-// target's rounds. The first target is the reference (direct).
+// compare runs every target once per round, in turn, each round starting
+// one target further on, and sums each target's rounds. The first target
+// is the reference (direct).
 func compare(cfg loadConfig, targets []other, rounds int) ([]row, error) {
 	rows := make([]row, len(targets))
 	for i, t := range targets {
 		rows[i] = row{name: t.name, hasCPU: t.pid > 0, res: loadResult{Hist: newHistogram()}}
 	}
 	for r := range rounds {
-		for i, t := range targets {
+		// Each round starts one target later than the last, so that no
+		// target always runs right after the same one (a proxy that
+		// follows another finds the machine as that one left it).
+		for k := range targets {
+			i := (r + k) % len(targets)
+			t := targets[i]
 			c := cfg
 			c.Addr = t.addr
 			var before time.Duration
@@ -285,15 +342,18 @@ func compare(cfg loadConfig, targets []other, rounds int) ([]row, error) {
 			if err != nil {
 				return nil, fmt.Errorf("%s (%s), round %d: %w", t.name, t.addr, r+1, err)
 			}
+			fig := roundFig{reqPerSec: res.reqPerSec()}
 			if t.pid > 0 {
 				after, err := processCPU(t.pid)
 				if err != nil {
 					return nil, fmt.Errorf("%s: %w", t.name, err)
 				}
 				rows[i].cpu += after - before
+				fig.cpuPerReq = (after - before) / time.Duration(max(res.Requests, 1))
 			}
 			rows[i].res.add(res)
-			fmt.Fprintf(os.Stderr, "round %d/%d  %-10s %10.0f req/s  p50 %s  p99 %s\n", r+1, rounds, t.name,
+			rows[i].rounds = append(rows[i].rounds, fig)
+			fmt.Fprintf(os.Stderr, "round %d/%d  %-14s %10.0f req/s  p50 %s  p99 %s\n", r+1, rounds, t.name,
 				res.reqPerSec(), fmtDur(res.Hist.quantile(0.5)), fmtDur(res.Hist.quantile(0.99)))
 		}
 	}

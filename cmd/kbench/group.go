@@ -15,10 +15,10 @@ func (b *nullBroker) group(req kmsg.Request) kmsg.Response {
 	switch req := req.(type) {
 	case *kmsg.FindCoordinatorRequest:
 		resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
-		resp.NodeID, resp.Host, resp.Port = 0, b.host, b.port
+		resp.NodeID, resp.Host, resp.Port = b.cfg.NodeID, b.host, b.port
 		for _, k := range req.CoordinatorKeys {
 			resp.Coordinators = append(resp.Coordinators, kmsg.FindCoordinatorResponseCoordinator{
-				Key: k, NodeID: 0, Host: b.host, Port: b.port})
+				Key: k, NodeID: b.cfg.NodeID, Host: b.host, Port: b.port})
 		}
 		return resp
 	case *kmsg.JoinGroupRequest:

@@ -9,15 +9,19 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strconv"
 	"sync"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kproxy/kproxy/framing"
 )
 
-// loadConfig is one load run: Conns connections, each keeping Depth Produce
-// requests of about Size bytes in flight, for Duration or until MaxRequests
-// in all have been sent, whichever comes first.
+// loadConfig is one load run: Conns connections, each keeping Depth
+// requests in flight, for Duration or until MaxRequests in all have been
+// sent, whichever comes first. The requests are Produce frames of about
+// Size bytes, or Fetch requests for about Size bytes of records.
 type loadConfig struct {
 	Addr        string
 	Conns       int
@@ -26,6 +30,11 @@ type loadConfig struct {
 	Duration    time.Duration
 	MaxRequests int64
 	Topic       string
+	// API is apiProduce (also when empty) or apiFetch.
+	API string
+	// ProduceVersion and FetchVersion are the versions sent; 0 means
+	// produceVersion and fetchVersion.
+	ProduceVersion, FetchVersion int16
 	// TLS, when set, is what every connection dials with; the
 	// handshakes are done before the run starts, so they are not
 	// measured.
@@ -42,8 +51,72 @@ func (c loadConfig) validate() error {
 		return fmt.Errorf("-s must be between 1 and %d", maxFrame)
 	case c.Duration <= 0 || c.MaxRequests < 1:
 		return errors.New("-t and --max-requests must be positive")
+	case c.API != "" && c.API != apiProduce && c.API != apiFetch:
+		return fmt.Errorf("--api %q: want produce or fetch", c.API)
+	}
+	// Record batches (magic 2) need Produce v3 and Fetch v4.
+	if v := c.produceVersion(); v < 3 || v > kmsg.NewPtrProduceRequest().MaxVersion() {
+		return fmt.Errorf("--produce-version %d: want 3-%d", v, kmsg.NewPtrProduceRequest().MaxVersion())
+	}
+	if v := c.fetchVersion(); v < 4 || v > kmsg.NewPtrFetchRequest().MaxVersion() {
+		return fmt.Errorf("--fetch-version %d: want 4-%d", v, kmsg.NewPtrFetchRequest().MaxVersion())
 	}
 	return nil
+}
+
+// The requests the load can send (--api).
+const (
+	apiProduce = "produce"
+	apiFetch   = "fetch"
+)
+
+func (c loadConfig) fetching() bool { return c.API == apiFetch }
+
+func (c loadConfig) produceVersion() int16 {
+	if c.ProduceVersion == 0 {
+		return produceVersion
+	}
+	return c.ProduceVersion
+}
+
+func (c loadConfig) fetchVersion() int16 {
+	if c.FetchVersion == 0 {
+		return fetchVersion
+	}
+	return c.FetchVersion
+}
+
+// template is the request every connection sends, its correlation id
+// patched per request.
+func (c loadConfig) template() []byte {
+	if c.fetching() {
+		return fetchFrame(c.fetchVersion(), c.Topic, c.Size, "kbench")
+	}
+	return produceFrameAt(c.produceVersion(), c.Topic, c.Size, "kbench")
+}
+
+// describe says what the load sends, for the first line of a report.
+func (c loadConfig) describe(frameLen int) string {
+	if c.fetching() {
+		return fmt.Sprintf("Fetch v%d asking for %d bytes of records (%d-byte frames)", c.fetchVersion(), c.Size, frameLen)
+	}
+	return fmt.Sprintf("%d-byte Produce v%d frames (acks=1)", frameLen, c.produceVersion())
+}
+
+// checkFirst decodes the first response of a connection.
+func (c loadConfig) checkFirst(frame []byte) error {
+	key, v := framing.KeyProduce, c.produceVersion()
+	if c.fetching() {
+		key, v = framing.KeyFetch, c.fetchVersion()
+	}
+	h, err := framing.ParseResponseHeader(frame, key, v)
+	if err != nil {
+		return err
+	}
+	if c.fetching() {
+		return checkFetchResponse(v, frame[h.BodyOffset:], c.Size)
+	}
+	return checkProduceResponse(v, frame[h.BodyOffset:])
 }
 
 // loadResult is what a run measured. Latency is from a request's write
@@ -54,12 +127,18 @@ type loadResult struct {
 	RespBytes int64
 	Elapsed   time.Duration
 	Hist      *histogram
+	// Fetched says the load was Fetch: its MB/s counts response bytes.
+	Fetched bool
 }
 
 func (r loadResult) reqPerSec() float64 { return float64(r.Requests) / r.Elapsed.Seconds() }
 
-// mbPerSec is request bytes (what a producer pushes) in 10^6 bytes/s.
+// mbPerSec is request bytes (what a producer pushes), or response bytes
+// for a Fetch load (what a consumer pulls), in 10^6 bytes/s.
 func (r loadResult) mbPerSec() float64 {
+	if r.Fetched {
+		return float64(r.RespBytes) / r.Elapsed.Seconds() / 1e6
+	}
 	return float64(r.Requests) * float64(r.FrameLen) / r.Elapsed.Seconds() / 1e6
 }
 
@@ -67,6 +146,7 @@ func (r loadResult) mbPerSec() float64 {
 func (r *loadResult) add(o loadResult) {
 	r.Requests += o.Requests
 	r.FrameLen = o.FrameLen
+	r.Fetched = o.Fetched
 	r.RespBytes += o.RespBytes
 	r.Elapsed += o.Elapsed
 	if r.Hist == nil {
@@ -94,7 +174,7 @@ func runLoad(cfg loadConfig) (loadResult, error) {
 		}
 		conns = append(conns, c)
 	}
-	template := produceFrame(cfg.Topic, cfg.Size, "kbench")
+	template := cfg.template()
 	budget := (cfg.MaxRequests + int64(cfg.Conns) - 1) / int64(cfg.Conns)
 	results := make([]connResult, len(conns))
 	var wg sync.WaitGroup
@@ -103,11 +183,11 @@ func runLoad(cfg loadConfig) (loadResult, error) {
 	for i, c := range conns {
 		wg.Go(func() {
 			frame := append([]byte(nil), template...) // one frame per connection, patched in place
-			results[i] = driveConn(c, frame, cfg.Depth, deadline, budget)
+			results[i] = driveConn(c, frame, cfg.Depth, deadline, budget, cfg.checkFirst)
 		})
 	}
 	wg.Wait()
-	total := loadResult{FrameLen: len(template), Elapsed: time.Since(start), Hist: newHistogram()}
+	total := loadResult{FrameLen: len(template), Elapsed: time.Since(start), Hist: newHistogram(), Fetched: cfg.fetching()}
 	var errs []error
 	for i, r := range results {
 		total.Requests += r.n
@@ -146,8 +226,9 @@ type connResult struct {
 // buffered writer, which is flushed only when no more response bytes are
 // buffered, so requests batch the way responses arrive. Responses must
 // come back in request order: their correlation ids are checked against
-// the next expected one. Nothing in the loop allocates.
-func driveConn(c net.Conn, frame []byte, depth int, deadline time.Time, budget int64) (res connResult) {
+// the next expected one, and the first is decoded by checkFirst. Nothing
+// in the loop allocates.
+func driveConn(c net.Conn, frame []byte, depth int, deadline time.Time, budget int64, checkFirst func([]byte) error) (res connResult) {
 	res.hist = newHistogram()
 	setNoDelay(c)
 	c.SetDeadline(deadline.Add(10 * time.Second)) // bound a peer that stops answering
@@ -222,23 +303,31 @@ func driveConn(c net.Conn, frame []byte, depth int, deadline time.Time, budget i
 	return res
 }
 
-// checkFirst decodes the first response of a connection.
-func checkFirst(frame []byte) error {
-	h, err := framing.ParseResponseHeader(frame, framing.KeyProduce, produceVersion)
-	if err != nil {
-		return err
-	}
-	return checkProduceResponse(frame[h.BodyOffset:])
-}
-
 // loadFlags registers the flags load and compare share.
 func loadFlags(fs *flag.FlagSet, cfg *loadConfig) {
 	fs.IntVar(&cfg.Conns, "c", 8, "connections")
 	fs.IntVar(&cfg.Depth, "d", 8, "requests in flight per connection (pipelined)")
-	fs.IntVar(&cfg.Size, "s", 100, "bytes per Produce request frame, size prefix included")
+	fs.IntVar(&cfg.Size, "s", 100, "bytes per Produce request frame, size prefix included; with --api fetch, bytes of records per response")
 	fs.DurationVar(&cfg.Duration, "t", 3*time.Second, "duration of a run")
 	fs.Int64Var(&cfg.MaxRequests, "max-requests", 50_000_000, "stop a run after this many requests in all")
-	fs.StringVar(&cfg.Topic, "topic", "kbench", "topic produced to (partition 0)")
+	fs.StringVar(&cfg.Topic, "topic", "kbench", "topic produced to or fetched from (partition 0)")
+	fs.StringVar(&cfg.API, "api", apiProduce, "request to send: produce, or fetch (each response carries -s bytes of records from the null broker)")
+	fs.Func("produce-version", fmt.Sprintf("Produce version sent (default %d; 10+ lets responses carry KIP-951 NodeEndpoints)", produceVersion),
+		versionFlag(&cfg.ProduceVersion))
+	fs.Func("fetch-version", fmt.Sprintf("Fetch version sent with --api fetch (default %d, the first whose responses can carry NodeEndpoints)", fetchVersion),
+		versionFlag(&cfg.FetchVersion))
+}
+
+// versionFlag parses an API version into v; validate checks its range.
+func versionFlag(v *int16) func(string) error {
+	return func(s string) error {
+		n, err := strconv.ParseInt(s, 10, 16)
+		if err != nil || n < 1 {
+			return fmt.Errorf("%q: want a version number", s)
+		}
+		*v = int16(n)
+		return nil
+	}
 }
 
 // loadCmd runs one load against one address and prints what it measured.
@@ -247,17 +336,13 @@ func loadCmd(args []string) error {
 	var cfg loadConfig
 	fs.StringVar(&cfg.Addr, "addr", "", "address to load, HOST:PORT (a broker, or a proxy in front of one)")
 	loadFlags(fs, &cfg)
-	api := fs.String("api", "produce", "request to send (only produce)")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if *api != "produce" {
-		return usageError{fmt.Errorf("--api %q: only produce is supported", *api)}
-	}
 	res, err := runLoad(cfg)
 	if res.Requests > 0 {
-		fmt.Printf("kbench load: %s, %d conns x %d in flight, %d-byte Produce v%d frames (acks=1), %v\n",
-			cfg.Addr, cfg.Conns, cfg.Depth, res.FrameLen, produceVersion, cfg.Duration)
+		fmt.Printf("kbench load: %s, %d conns x %d in flight, %s, %v\n",
+			cfg.Addr, cfg.Conns, cfg.Depth, cfg.describe(res.FrameLen), cfg.Duration)
 		printTable(os.Stdout, []row{{name: cfg.Addr, res: res}}, nil)
 	}
 	return err

@@ -232,6 +232,22 @@ func TestCompare(t *testing.T) {
 	if rows[1].res.Requests == 0 || rows[1].cpu <= 0 {
 		t.Errorf("kproxy row: %d requests, cpu %v", rows[1].res.Requests, rows[1].cpu)
 	}
+	for _, r := range rows {
+		if len(r.rounds) != 2 || r.rounds[0].reqPerSec <= 0 {
+			t.Errorf("%s: rounds %+v", r.name, r.rounds)
+		}
+	}
+	// A target against itself is 100% in every round; direct has no CPU
+	// figure, so only req/s is compared with it.
+	out.Reset()
+	printRoundRatios(&out, rows[1], rows[1])
+	printRoundRatios(&out, rows[1], rows[0])
+	want := "kproxy / kproxy, per round: req/s median 100.0% (rounds 100.0%-100.0%)\n" +
+		"kproxy / kproxy, per round: CPU/req median 100.0% (rounds 100.0%-100.0%)\n" +
+		"kproxy / direct, per round: req/s median "
+	if !strings.HasPrefix(out.String(), want) || strings.Count(out.String(), "\n") != 3 {
+		t.Errorf("per-round ratios:\n%s", out.String())
+	}
 }
 
 func TestOtherFlag(t *testing.T) {

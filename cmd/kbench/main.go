@@ -1,5 +1,5 @@
 // Command kbench measures kproxy: a null Kafka broker, a pipelined Produce
-// load generator, a side-by-side comparison of direct, kproxy and other
+// or Fetch load generator, a side-by-side comparison of direct, kproxy and other
 // proxies, and a real-client mode. It needs no Kafka installed.
 package main
 
@@ -15,10 +15,12 @@ import (
 const usage = `kbench: load tool for kproxy (no Kafka needed)
 
 Usage:
-  kbench broker  --listen HOST:PORT [--advertise HOST:PORT] [--topic T] [--partitions N] [--tls-dir DIR]
+  kbench broker  --listen HOST:PORT [--advertise HOST:PORT] [--node-id N] [--topic T] [--partitions N] [--tls-dir DIR]
   kbench load    --addr HOST:PORT [-c CONNS] [-d DEPTH] [-s BYTES] [-t DURATION] [--max-requests N]
+                 [--api produce|fetch] [--produce-version V] [--fetch-version V]
   kbench compare (--kproxy-bin PATH | --kproxy-addr HOST:PORT) [--other NAME=HOST:PORT[,pid=PID] ...]
                  [-c CONNS] [-d DEPTH] [-s BYTES] [-t DURATION] [--rounds R] [--tls [--tls-dir DIR]]
+                 [--traced] [--cluster] [--api produce|fetch] [--produce-version V] [--fetch-version V]
   kbench certs   --dir DIR
   kbench clients --bootstrap HOST:PORT [-t DURATION] [-s BYTES] [--topic T]
   kbench idle    --addr HOST:PORT --pid PID [-n CONNS] [--hold DURATION]

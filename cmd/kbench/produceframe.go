@@ -9,19 +9,28 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// produceVersion is the Produce version the load generator sends: the
-// first flexible one (header v2, compact encoding), spoken by every broker
-// since Kafka 2.4 and still by Kafka 4.
+// produceVersion is the Produce version the load generator sends unless
+// told otherwise (--produce-version): the first flexible one (header v2,
+// compact encoding), spoken by every broker since Kafka 2.4 and still by
+// Kafka 4. Its response cannot carry KIP-951's NodeEndpoints (v10+), so a
+// cluster-mode kproxy relays it without walking it.
 const produceVersion = 9
 
-// produceFrame builds a whole Produce v9 request frame (acks=1) to
-// topic/partition 0 carrying one record batch of one record, whose value is
-// sized so that the frame is size bytes, or as small as it can be when size
-// is below the frame's overhead. The batch is valid (CRC included), so a
-// real broker accepts it too. Callers patch the correlation id per request.
+// produceFrame builds a whole Produce v9 request frame (acks=1); see
+// produceFrameAt.
 func produceFrame(topic string, size int, clientID string) []byte {
+	return produceFrameAt(produceVersion, topic, size, clientID)
+}
+
+// produceFrameAt builds a whole Produce request frame of version v (acks=1)
+// to topic/partition 0 carrying one record batch of one record, whose value
+// is sized so that the frame is size bytes, or as small as it can be when
+// size is below the frame's overhead. The batch is valid (CRC included), so
+// a real broker accepts it too. Callers patch the correlation id per
+// request.
+func produceFrameAt(v int16, topic string, size int, clientID string) []byte {
 	valueLen := 0
-	frame := encodeProduce(topic, valueLen, clientID)
+	frame := encodeProduce(v, topic, valueLen, clientID)
 	// The record and batch lengths are varints, so the overhead can move by
 	// a byte or two as the value grows: converge in a few bounded steps.
 	for range 8 {
@@ -30,12 +39,18 @@ func produceFrame(topic string, size int, clientID string) []byte {
 			break
 		}
 		valueLen = max(valueLen+delta, 0)
-		frame = encodeProduce(topic, valueLen, clientID)
+		frame = encodeProduce(v, topic, valueLen, clientID)
 	}
 	return frame
 }
 
-func encodeProduce(topic string, valueLen int, clientID string) []byte {
+func encodeProduce(v int16, topic string, valueLen int, clientID string) []byte {
+	return produceRecordsFrameAt(v, topic, oneRecordBatch(valueLen), clientID)
+}
+
+// oneRecordBatch is a sealed v2 record batch at base offset 0 holding one
+// record whose value is valueLen bytes.
+func oneRecordBatch(valueLen int) []byte {
 	rec := kmsg.Record{Value: make([]byte, valueLen)}
 	for i := range rec.Value {
 		rec.Value[i] = byte('a' + i%26)
@@ -55,7 +70,7 @@ func encodeProduce(topic string, valueLen int, clientID string) []byte {
 		NumRecords:           1,
 		Records:              records,
 	}
-	return produceRecordsFrame(topic, sealBatch(batch), clientID)
+	return sealBatch(batch)
 }
 
 // sealBatch encodes a record batch with its Length and CRC filled in.
@@ -66,17 +81,26 @@ func sealBatch(batch kmsg.RecordBatch) []byte {
 	return raw
 }
 
-// produceRecordsFrame is a Produce request frame (acks=1) carrying records,
-// one or more batches, to topic/partition 0.
+// produceRecordsFrame is a Produce v9 request frame (acks=1) carrying
+// records, one or more batches, to topic/partition 0.
 func produceRecordsFrame(topic string, records []byte, clientID string) []byte {
+	return produceRecordsFrameAt(produceVersion, topic, records, clientID)
+}
+
+// produceRecordsFrameAt is produceRecordsFrame at version v; from v13 the
+// topic is named by its id, the one the null broker gives the name.
+func produceRecordsFrameAt(v int16, topic string, records []byte, clientID string) []byte {
 	req := kmsg.NewPtrProduceRequest()
-	req.Version = produceVersion
+	req.Version = v
 	req.Acks = 1
 	req.TimeoutMillis = 30000
 	req.Topics = []kmsg.ProduceRequestTopic{{
 		Topic:      topic,
 		Partitions: []kmsg.ProduceRequestTopicPartition{{Partition: 0, Records: records}},
 	}}
+	if v >= 13 {
+		req.Topics[0].TopicID = topicID(topic)
+	}
 	return requestFrame(req, 0, clientID)
 }
 
@@ -97,12 +121,13 @@ func requestFrame(req kmsg.Request, corr int32, clientID string) []byte {
 	return dst
 }
 
-// checkProduceResponse decodes a Produce response body (after the response
-// header) and fails on any partition error, so a load run against a broker
-// that refuses the records does not report refusals as throughput.
-func checkProduceResponse(body []byte) error {
+// checkProduceResponse decodes a Produce response body of version v (after
+// the response header) and fails on any partition error, so a load run
+// against a broker that refuses the records does not report refusals as
+// throughput.
+func checkProduceResponse(v int16, body []byte) error {
 	resp := kmsg.NewPtrProduceResponse()
-	resp.Version = produceVersion
+	resp.Version = v
 	if err := resp.ReadFrom(body); err != nil {
 		return fmt.Errorf("decoding produce response: %w", err)
 	}

@@ -14,6 +14,7 @@ type row struct {
 	res    loadResult
 	cpu    time.Duration // CPU time of the target's process over its runs, when known
 	hasCPU bool
+	rounds []roundFig // compare's rounds, in order
 }
 
 // printTable prints rows as an aligned table. With direct set, each row

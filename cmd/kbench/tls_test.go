@@ -166,7 +166,9 @@ func TestLoadTLSThroughKproxyLargeFrames(t *testing.T) {
 	b, certs := testTLSBroker(t)
 	cfg := shortLoad(testTLSKproxy(t, certs, b.Addr()))
 	cfg.TLS = certs.clientConfig()
-	cfg.Size, cfg.Depth, cfg.MaxRequests = 1<<20, 2, 40
+	// The request budget ends the run, not the clock: a loaded machine
+	// may take more than a second for 40 MiB under -race.
+	cfg.Size, cfg.Depth, cfg.MaxRequests, cfg.Duration = 1<<20, 2, 40, time.Minute
 	res, err := runLoad(cfg)
 	if err != nil {
 		t.Fatal(err)
