@@ -1,0 +1,147 @@
+package proxy
+
+import (
+	"encoding/binary"
+	"math/rand/v2"
+	"net"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kproxy/kproxy/cluster"
+	"github.com/kproxy/kproxy/correlate"
+	"github.com/kproxy/kproxy/framing"
+)
+
+// scriptedBootstrap is a broker that answers kproxy's discovery
+// (ApiVersions, then Metadata v8) with the brokers brokers() names, and
+// counts the Metadata requests it gets.
+type scriptedBootstrap struct {
+	*fakeUpstream
+	metadata atomic.Int64
+}
+
+func startScriptedBootstrap(t testing.TB, brokers func() []kmsg.MetadataResponseBroker) *scriptedBootstrap {
+	t.Helper()
+	b := &scriptedBootstrap{}
+	b.fakeUpstream = startFakeUpstream(t, func(c net.Conn, frame []byte) {
+		key, version := int16(binary.BigEndian.Uint16(frame[4:])), int16(binary.BigEndian.Uint16(frame[6:]))
+		var resp kmsg.Response
+		switch key {
+		case framing.KeyApiVersions:
+			r := kmsg.NewPtrApiVersionsResponse()
+			r.ApiKeys = []kmsg.ApiVersionsResponseApiKey{{ApiKey: 3, MinVersion: 0, MaxVersion: 8}, {ApiKey: 18, MinVersion: 0, MaxVersion: 3}}
+			resp = r
+		case framing.KeyMetadata:
+			b.metadata.Add(1)
+			r := kmsg.NewPtrMetadataResponse()
+			r.Brokers = brokers()
+			resp = r
+		default:
+			c.Close()
+			return
+		}
+		resp.SetVersion(version)
+		echoResponse(c, frame, resp.AppendTo(nil))
+	})
+	return b
+}
+
+// deadAddr is an address nothing listens on.
+func deadAddr(t testing.TB) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// knock connects to addr and waits for kproxy to close the connection
+// (a reset may come before the connect returns).
+func knock(t testing.TB, addr string) {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		return
+	}
+	defer c.Close()
+	expectClosed(t, c, 20*time.Second)
+}
+
+// startClusterAt is a cluster-mode kproxy serving node ids 0..maxNode in
+// front of the bootstrap at upstream, with discoverGap between two
+// discoveries.
+func startClusterAt(t testing.TB, upstream string, maxNode int32, gap time.Duration, opts ...envOpt) *clusterEnv {
+	t.Helper()
+	for try := 0; ; try++ {
+		cfg := cluster.Config{NodePortBase: 20000 + rand.IntN(10000), NodeIDs: cluster.NodeIDRange{Min: 0, Max: maxNode}}
+		env, err := listenProxy(t, upstream, nil, func(s *Server) {
+			if err := s.SetCluster(cfg); err != nil {
+				t.Fatal(err)
+			}
+			s.discoverGap = gap
+		}, opts...)
+		if err == nil {
+			return &clusterEnv{testEnv: env, cfg: cfg, host: "127.0.0.1"}
+		}
+		if try == 20 || !strings.Contains(err.Error(), "address already in use") {
+			t.Fatalf("cluster-mode kproxy: %v", err)
+		}
+	}
+}
+
+// TestClusterRediscoverOnePerWait: clients that cannot be served on a
+// node port ask for a discovery through the bootstrap, but however many
+// ask, kproxy runs at most one discovery per gap (and per backoff when the
+// bootstrap does not answer). Each client used to start one at once: a
+// broker that is down, or a bootstrap that is, turned every reconnecting
+// client into a discovery (and a warning in the log).
+func TestClusterRediscoverOnePerWait(t *testing.T) {
+	const clients = 15
+	t.Run("broker down", func(t *testing.T) {
+		dead := deadAddr(t)
+		host, port, _ := net.SplitHostPort(dead)
+		p, _ := strconv.Atoi(port)
+		boot := startScriptedBootstrap(t, func() []kmsg.MetadataResponseBroker {
+			return []kmsg.MetadataResponseBroker{{NodeID: 0, Host: host, Port: int32(p)}}
+		})
+		env := startClusterAt(t, boot.addr(), 0, time.Hour)
+		waitFor(t, 20*time.Second, "the first discovery", func() bool {
+			_, ok := env.srv.Topology().Addr(0)
+			return ok
+		})
+		for i := 0; i < clients; i++ {
+			knock(t, env.nodeAddr(0))
+		}
+		waitFor(t, 20*time.Second, "the dial failures counted", func() bool {
+			return testutil.ToFloat64(env.m.dialFailures) >= clients
+		})
+		if n := boot.metadata.Load(); n != 1 {
+			t.Fatalf("the bootstrap got %d discoveries for %d clients of a broker that is down, want 1 (the first; the rest wait for the gap)", n, clients)
+		}
+	})
+	t.Run("bootstrap down", func(t *testing.T) {
+		env := startClusterAt(t, deadAddr(t), 0, time.Hour, func(c *Config, _ *framing.Config, _ *correlate.Config) {
+			c.DialTimeout = 50 * time.Millisecond
+		})
+		failed := func() float64 { return testutil.ToFloat64(env.m.discoveries.WithLabelValues("error")) }
+		waitFor(t, 20*time.Second, "the first discovery to fail", func() bool { return failed() >= 1 })
+		for i := 0; i < clients; i++ {
+			knock(t, env.nodeAddr(0))
+		}
+		waitFor(t, 20*time.Second, "the clients refused", func() bool {
+			return testutil.ToFloat64(env.m.refused.WithLabelValues("unknown_node")) >= clients
+		})
+		if n := failed(); n != 1 {
+			t.Fatalf("%v discoveries tried for %d clients while the bootstrap is down, want 1 (the rest wait for the backoff)", n, clients)
+		}
+	})
+}
