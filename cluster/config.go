@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 
 	"github.com/kproxy/kproxy/internal/fielderr"
 )
@@ -97,6 +98,42 @@ func (c Config) Port(node int32) (port int, ok bool) {
 		return 0, false
 	}
 	return c.NodePortBase + int(node-c.NodeIDs.Min), true
+}
+
+// OutsideError is a cluster with brokers outside node_ids. Every
+// Metadata response names every broker, and one naming a broker kproxy
+// cannot front is not passed on: no client can be served until node_ids
+// covers them all.
+type OutsideError struct {
+	NodeIDs NodeIDRange
+	Brokers []Broker
+}
+
+func (e *OutsideError) Error() string {
+	var b strings.Builder
+	for i, n := range e.Brokers {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "node %d (%s)", n.NodeID, net.JoinHostPort(n.Host, strconv.Itoa(int(n.Port))))
+	}
+	return fmt.Sprintf("cluster: brokers outside cluster.node_ids %d-%d: %s; responses naming them (every Metadata) close the client's connection: widen node_ids",
+		e.NodeIDs.Min, e.NodeIDs.Max, b.String())
+}
+
+// Check returns an *OutsideError naming the brokers (as a discovery found
+// them) that are outside node_ids, or nil.
+func (c Config) Check(brokers []Broker) error {
+	var out []Broker
+	for _, b := range brokers {
+		if _, ok := c.Port(b.NodeID); !ok {
+			out = append(out, b)
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return &OutsideError{NodeIDs: c.NodeIDs, Brokers: out}
 }
 
 // Host is the host rewritten addresses carry: advertised_host, else

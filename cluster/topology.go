@@ -124,10 +124,16 @@ func (t *Topology) Discovered(err error) {
 }
 
 // Ready says why the topology cannot serve node ports yet, or nil: no
-// discovery has worked and no response has named a broker.
+// discovery has worked and no response has named a broker, or the last
+// discovery found brokers outside node_ids (then no client's Metadata can
+// be passed on).
 func (t *Topology) Ready() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	var outside *OutsideError
+	if errors.As(t.lastErr, &outside) {
+		return t.lastErr
+	}
 	if t.discovered || len(t.addrs) > 0 {
 		return nil
 	}

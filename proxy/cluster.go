@@ -144,6 +144,9 @@ func (s *Server) discover() error {
 		return err
 	}
 	s.topo.Learn(brokers)
+	if err := s.cluster.Check(brokers); err != nil {
+		return err
+	}
 	s.log.Debug().Int("brokers", len(brokers)).Int("known", s.topo.Nodes()).Msg("cluster discovered through the bootstrap")
 	return nil
 }

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"encoding/binary"
 	"math/rand/v2"
 	"net"
@@ -144,4 +145,23 @@ func TestClusterRediscoverOnePerWait(t *testing.T) {
 			t.Fatalf("%v discoveries tried for %d clients while the bootstrap is down, want 1 (the rest wait for the backoff)", n, clients)
 		}
 	})
+}
+
+// TestClusterBrokerOutsideNodeIDs: a cluster with a broker outside
+// node_ids cannot be served (every Metadata response names it, and is not
+// passed on), so kproxy is not ready, and says which node and what to
+// change. It used to learn the others, log nothing and report ready while
+// every client's connection was closed.
+func TestClusterBrokerOutsideNodeIDs(t *testing.T) {
+	env := startCluster(t, 3, 1, nil) // node ids 0-2, served 0-1
+	waitFor(t, 20*time.Second, "a discovery", func() bool {
+		return testutil.ToFloat64(env.m.discoveries.WithLabelValues("ok"))+testutil.ToFloat64(env.m.discoveries.WithLabelValues("error")) >= 1
+	})
+	err := env.srv.Ready(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "outside cluster.node_ids 0-1: node 2 (") {
+		t.Fatalf("Ready: %v, want the broker outside node_ids named", err)
+	}
+	if !strings.Contains(env.logs.String(), "node 2 (") {
+		t.Fatalf("no log line names node 2:\n%s", env.logs)
+	}
 }
