@@ -124,7 +124,8 @@ func (t *Topology) Discovered(err error) {
 }
 
 // Ready says why the topology cannot serve node ports yet, or nil: no
-// discovery has worked and no response has named a broker, or the last
+// discovery has worked (nor found the bootstrap requiring SASL, see
+// ErrNeedsAuth) and no response has named a broker, or the last
 // discovery found brokers outside node_ids (then no client's Metadata can
 // be passed on).
 func (t *Topology) Ready() error {
@@ -134,7 +135,10 @@ func (t *Topology) Ready() error {
 	if errors.As(t.lastErr, &outside) {
 		return t.lastErr
 	}
-	if t.discovered || len(t.addrs) > 0 {
+	if t.discovered || len(t.addrs) > 0 || errors.Is(t.lastErr, ErrNeedsAuth) {
+		// With a bootstrap that requires SASL the topology comes with
+		// the clients' own responses: waiting for it would keep an
+		// application that connects lazily from ever being ready.
 		return nil
 	}
 	if t.lastErr != nil {

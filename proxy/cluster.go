@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"errors"
 	"net"
 	"strconv"
 	"time"
@@ -84,6 +85,7 @@ func (s *Server) discoverLoop() {
 	const most = 30 * time.Second
 	gap := s.discoverGap
 	backoff := gap
+	toldAuth := false
 	for {
 		// An ask made before this discovery starts is answered by it.
 		select {
@@ -98,11 +100,23 @@ func (s *Server) discoverLoop() {
 		}
 		s.m.discoveries.WithLabelValues(result).Inc()
 		wait := gap
-		if err != nil {
+		// A bootstrap that requires SASL will not answer kproxy's
+		// Metadata however often it is asked: said once, then the loop
+		// waits for asks as after a discovery that worked.
+		settled := err == nil || errors.Is(err, cluster.ErrNeedsAuth)
+		switch {
+		case err != nil && settled:
+			ev := s.log.Debug()
+			if !toldAuth {
+				ev, toldAuth = s.log.Warn(), true
+			}
+			ev.Err(err).Str("bootstrap", s.cfg.Upstream).Msg("cluster discovery cannot authenticate")
+			backoff = gap
+		case err != nil:
 			s.log.Warn().Err(err).Str("bootstrap", s.cfg.Upstream).Dur("retry_in", backoff).Msg("cluster discovery failed")
 			wait = backoff
 			backoff = max(gap, min(2*backoff, most))
-		} else {
+		default:
 			backoff = gap
 		}
 		timer := time.NewTimer(wait)
@@ -112,7 +126,7 @@ func (s *Server) discoverLoop() {
 			return
 		case <-timer.C:
 		}
-		if err == nil {
+		if settled {
 			select {
 			case <-s.stop:
 				return
