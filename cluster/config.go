@@ -78,6 +78,11 @@ func (c Config) Validate(listen string) error {
 		if _, _, err := net.SplitHostPort(c.AdvertisedHost); err == nil {
 			return fielderr.New("advertised_host", "is a host without a port (each node has its own port)")
 		}
+		if strings.ContainsAny(c.AdvertisedHost, "[]") {
+			// Brokers advertise IPv6 addresses bare, and clients add the
+			// brackets ("[[::1]]:9100" dials nothing).
+			return fielderr.New("advertised_host", "must be written without brackets, as brokers advertise an IPv6 address (::1, not [::1]): clients add them")
+		}
 	} else if ip := net.ParseIP(c.Host(listen)); ip != nil && ip.IsUnspecified() || c.Host(listen) == "" {
 		return fielderr.New("advertised_host", "is required when proxy.listen binds every interface: it is the host clients dial")
 	}
