@@ -37,7 +37,8 @@ func NewTopology(cfg Config, log zerolog.Logger) *Topology {
 
 // Learn records the brokers a response named. Controllers and node ids
 // outside node_ids are not served and are ignored here (Rewrite refuses
-// them). It logs each broker that appears or moves.
+// them), as are entries without a host or port. It logs each broker that
+// appears or moves.
 func (t *Topology) Learn(seen []Broker) {
 	if len(seen) == 0 {
 		return
@@ -50,6 +51,11 @@ func (t *Topology) Learn(seen []Broker) {
 			continue
 		}
 		if _, ok := t.cfg.Port(b.NodeID); !ok {
+			continue
+		}
+		if b.Host == "" || b.Port <= 0 {
+			// An error's placeholder (a coordinator not found, named
+			// node 0 by some brokers): no address to learn.
 			continue
 		}
 		addr := net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
