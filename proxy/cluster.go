@@ -87,7 +87,13 @@ func (s *Server) discoverLoop() {
 	backoff := gap
 	toldAuth := false
 	for {
-		// An ask made before this discovery starts is answered by it.
+		// An ask made before this discovery starts is answered by it;
+		// a drain before Serve has already stopped everything.
+		select {
+		case <-s.stop:
+			return
+		default:
+		}
 		select {
 		case <-s.kick:
 		default:

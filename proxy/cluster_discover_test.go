@@ -11,7 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kproxy/kproxy/cluster"
@@ -163,5 +166,59 @@ func TestClusterBrokerOutsideNodeIDs(t *testing.T) {
 	}
 	if !strings.Contains(env.logs.String(), "node 2 (") {
 		t.Fatalf("no log line names node 2:\n%s", env.logs)
+	}
+}
+
+// TestClusterDrainBeforeServe: a drain that comes before Serve (a SIGTERM
+// as kproxy starts) closes every port, and Serve then returns at once.
+// netpoll's Shutdown does nothing before its Serve has begun, so the
+// ports used to stay bound, and Serve served them after the drain.
+func TestClusterDrainBeforeServe(t *testing.T) {
+	kc, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kc.Close()
+	var srv *Server
+	var cfg cluster.Config
+	for try := 0; srv == nil; try++ {
+		cfg = cluster.Config{NodePortBase: 20000 + rand.IntN(10000), NodeIDs: cluster.NodeIDRange{Min: 0, Max: 3}}
+		c := Defaults()
+		c.Listen, c.Upstream = "127.0.0.1:0", kc.ListenAddrs()[0]
+		s, err := New(c, framing.Defaults(), correlate.Defaults(), zerolog.Nop(), NewMetrics(prometheus.NewRegistry()), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.SetCluster(cfg); err != nil {
+			t.Fatal(err)
+		}
+		switch err := s.Listen(); {
+		case err == nil:
+			srv = s
+		case try == 20 || !strings.Contains(err.Error(), "address already in use"):
+			t.Fatal(err)
+		}
+	}
+	boot := srv.Addr().String()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Drain(ctx); err != nil {
+		t.Fatalf("drain: %v", err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve() }()
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Fatalf("Serve after the drain: %v", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Serve after the drain did not return: it is serving")
+	}
+	for _, addr := range []string{boot, net.JoinHostPort("127.0.0.1", strconv.Itoa(cfg.NodePortBase+3))} {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			t.Errorf("%s still accepts connections after the drain", addr)
+		}
 	}
 }
