@@ -24,10 +24,12 @@ import (
 
 // scriptedBootstrap is a broker that answers kproxy's discovery
 // (ApiVersions, then Metadata v8) with the brokers brokers() names, and
-// counts the Metadata requests it gets.
+// counts the Metadata requests it gets. A client's Metadata (one that is
+// not kproxy's own) gets clientBody instead, when it is set.
 type scriptedBootstrap struct {
 	*fakeUpstream
-	metadata atomic.Int64
+	metadata   atomic.Int64
+	clientBody atomic.Pointer[[]byte]
 }
 
 func startScriptedBootstrap(t testing.TB, brokers func() []kmsg.MetadataResponseBroker) *scriptedBootstrap {
@@ -42,6 +44,10 @@ func startScriptedBootstrap(t testing.TB, brokers func() []kmsg.MetadataResponse
 			r.ApiKeys = []kmsg.ApiVersionsResponseApiKey{{ApiKey: 3, MinVersion: 0, MaxVersion: 8}, {ApiKey: 18, MinVersion: 0, MaxVersion: 3}}
 			resp = r
 		case framing.KeyMetadata:
+			if body := b.clientBody.Load(); body != nil && !strings.Contains(string(frame), "kproxy") {
+				echoResponse(c, frame, *body)
+				return
+			}
 			b.metadata.Add(1)
 			r := kmsg.NewPtrMetadataResponse()
 			r.Brokers = brokers()
@@ -219,5 +225,36 @@ func TestClusterDrainBeforeServe(t *testing.T) {
 			c.Close()
 			t.Errorf("%s still accepts connections after the drain", addr)
 		}
+	}
+}
+
+// TestClusterUnreadableResponseReason: a Metadata response kproxy cannot
+// parse is not passed on, and the closing log line says that, not that
+// a broker was outside node_ids (which it used to say, with node_ids
+// appended to the parse error).
+func TestClusterUnreadableResponseReason(t *testing.T) {
+	var boot *scriptedBootstrap
+	boot = startScriptedBootstrap(t, func() []kmsg.MetadataResponseBroker {
+		host, port, _ := net.SplitHostPort(boot.addr())
+		p, _ := strconv.Atoi(port)
+		return []kmsg.MetadataResponseBroker{{NodeID: 0, Host: host, Port: int32(p)}}
+	})
+	cut := []byte{0, 0, 0, 1} // a broker array cut short
+	boot.clientBody.Store(&cut)
+	env := startClusterAt(t, boot.addr(), 0, time.Hour)
+	c := dialRaw(t, env.addr)
+	defer c.Close()
+	req := kmsg.NewPtrMetadataRequest()
+	req.Version = 8
+	if _, err := c.Write(encodeRequest(req, 7)); err != nil {
+		t.Fatal(err)
+	}
+	expectClosed(t, c, 20*time.Second)
+	waitFor(t, 20*time.Second, "the connection's closing line", func() bool {
+		return strings.Contains(env.logs.String(), `"message":"connection closed"`)
+	})
+	logs := env.logs.String()
+	if !strings.Contains(logs, "kproxy cannot read") || strings.Contains(logs, "cannot front") || strings.Contains(logs, "node_ids") {
+		t.Fatalf("the closing line does not say the response could not be read:\n%s", logs)
 	}
 }
