@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 
 	"github.com/kproxy/kproxy/internal/fielderr"
 )
@@ -77,6 +78,11 @@ func (c Config) Validate(listen string) error {
 		if _, _, err := net.SplitHostPort(c.AdvertisedHost); err == nil {
 			return fielderr.New("advertised_host", "is a host without a port (each node has its own port)")
 		}
+		if strings.ContainsAny(c.AdvertisedHost, "[]") {
+			// Brokers advertise IPv6 addresses bare, and clients add the
+			// brackets ("[[::1]]:9100" dials nothing).
+			return fielderr.New("advertised_host", "must be written without brackets, as brokers advertise an IPv6 address (::1, not [::1]): clients add them")
+		}
 	} else if ip := net.ParseIP(c.Host(listen)); ip != nil && ip.IsUnspecified() || c.Host(listen) == "" {
 		return fielderr.New("advertised_host", "is required when proxy.listen binds every interface: it is the host clients dial")
 	}
@@ -97,6 +103,42 @@ func (c Config) Port(node int32) (port int, ok bool) {
 		return 0, false
 	}
 	return c.NodePortBase + int(node-c.NodeIDs.Min), true
+}
+
+// OutsideError is a cluster with brokers outside node_ids. Every
+// Metadata response names every broker, and one naming a broker kproxy
+// cannot front is not passed on: no client can be served until node_ids
+// covers them all.
+type OutsideError struct {
+	NodeIDs NodeIDRange
+	Brokers []Broker
+}
+
+func (e *OutsideError) Error() string {
+	var b strings.Builder
+	for i, n := range e.Brokers {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "node %d (%s)", n.NodeID, net.JoinHostPort(n.Host, strconv.Itoa(int(n.Port))))
+	}
+	return fmt.Sprintf("cluster: brokers outside cluster.node_ids %d-%d: %s; responses naming them (every Metadata) close the client's connection: widen node_ids",
+		e.NodeIDs.Min, e.NodeIDs.Max, b.String())
+}
+
+// Check returns an *OutsideError naming the brokers (as a discovery found
+// them) that are outside node_ids, or nil.
+func (c Config) Check(brokers []Broker) error {
+	var out []Broker
+	for _, b := range brokers {
+		if _, ok := c.Port(b.NodeID); !ok {
+			out = append(out, b)
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return &OutsideError{NodeIDs: c.NodeIDs, Brokers: out}
 }
 
 // Host is the host rewritten addresses carry: advertised_host, else

@@ -2,8 +2,10 @@ package cluster
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
+	"syscall"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -43,6 +45,9 @@ func Discover(conn io.ReadWriter, maxBytes int) ([]Broker, error) {
 	md.Topics = []kmsg.MetadataRequestTopic{} // none: brokers only
 	mdResp := kmsg.NewPtrMetadataResponse()
 	if err := roundTrip(conn, f, md, mdResp, 2, maxBytes); err != nil {
+		if closedByPeer(err) {
+			return nil, fmt.Errorf("%w (%v)", ErrNeedsAuth, err)
+		}
 		return nil, err
 	}
 	brokers := make([]Broker, 0, len(mdResp.Brokers))
@@ -53,6 +58,20 @@ func Discover(conn io.ReadWriter, maxBytes int) ([]Broker, error) {
 		return nil, fmt.Errorf("cluster: the bootstrap's Metadata v%d names no broker", version)
 	}
 	return brokers, nil
+}
+
+// ErrNeedsAuth is a bootstrap that answered ApiVersions and then closed
+// the connection on Metadata: what a listener that requires SASL does
+// with any other request before authentication. kproxy does not
+// authenticate, so the brokers are learnt from the responses relayed to
+// the clients, which do.
+var ErrNeedsAuth = errors.New("cluster: the bootstrap answered ApiVersions, then closed the connection on Metadata, as a listener that requires SASL does; " +
+	"kproxy does not authenticate, so it learns the brokers from the responses the clients get through it (until then a node port refuses its clients)")
+
+// closedByPeer reports whether err is the peer closing the connection.
+func closedByPeer(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
 // roundTrip writes req with correlation id id and reads its response into

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"errors"
 	"fmt"
 )
 
@@ -31,8 +32,11 @@ func (f *Fronting) Rewrite(frame []byte, key, version int16) ([]byte, error) {
 		return frame, nil
 	}
 	out, seen, err := Rewrite(frame, key, version, f.mapBroker)
-	if err != nil {
+	if errors.Is(err, ErrUnmapped) {
 		return nil, fmt.Errorf("%w (cluster.node_ids %d-%d)", err, f.cfg.NodeIDs.Min, f.cfg.NodeIDs.Max)
+	}
+	if err != nil {
+		return nil, err
 	}
 	f.topo.Learn(seen)
 	return out, nil

@@ -37,7 +37,8 @@ func NewTopology(cfg Config, log zerolog.Logger) *Topology {
 
 // Learn records the brokers a response named. Controllers and node ids
 // outside node_ids are not served and are ignored here (Rewrite refuses
-// them). It logs each broker that appears or moves.
+// them), as are entries without a host or port. It logs each broker that
+// appears or moves.
 func (t *Topology) Learn(seen []Broker) {
 	if len(seen) == 0 {
 		return
@@ -50,6 +51,11 @@ func (t *Topology) Learn(seen []Broker) {
 			continue
 		}
 		if _, ok := t.cfg.Port(b.NodeID); !ok {
+			continue
+		}
+		if b.Host == "" || b.Port <= 0 {
+			// An error's placeholder (a coordinator not found, named
+			// node 0 by some brokers): no address to learn.
 			continue
 		}
 		addr := net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
@@ -124,11 +130,21 @@ func (t *Topology) Discovered(err error) {
 }
 
 // Ready says why the topology cannot serve node ports yet, or nil: no
-// discovery has worked and no response has named a broker.
+// discovery has worked (nor found the bootstrap requiring SASL, see
+// ErrNeedsAuth) and no response has named a broker, or the last
+// discovery found brokers outside node_ids (then no client's Metadata can
+// be passed on).
 func (t *Topology) Ready() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.discovered || len(t.addrs) > 0 {
+	var outside *OutsideError
+	if errors.As(t.lastErr, &outside) {
+		return t.lastErr
+	}
+	if t.discovered || len(t.addrs) > 0 || errors.Is(t.lastErr, ErrNeedsAuth) {
+		// With a bootstrap that requires SASL the topology comes with
+		// the clients' own responses: waiting for it would keep an
+		// application that connects lazily from ever being ready.
 		return nil
 	}
 	if t.lastErr != nil {

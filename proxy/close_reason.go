@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
+	"github.com/kproxy/kproxy/cluster"
 	"github.com/kproxy/kproxy/correlate"
 	"github.com/kproxy/kproxy/framing"
 	"github.com/kproxy/kproxy/relay"
@@ -47,6 +48,9 @@ func (s *Server) classify(side string, err error, log *zerolog.Logger) closeCaus
 		c.count, c.reason = m.protocolErrs.WithLabelValues("unexpected_response"), "upstream sent a response with nothing in flight"
 	case errors.As(err, &addr):
 		c.count, c.reason = m.protocolErrs.WithLabelValues("unmapped_broker"), "upstream named a broker kproxy cannot front"
+		if !errors.Is(err, cluster.ErrUnmapped) {
+			c.reason = "upstream sent a response that may name brokers and kproxy cannot read"
+		}
 	case errors.As(err, &unreadable):
 		c.count, c.reason = m.protocolErrs.WithLabelValues("sasl_unreadable_request"), unreadable.Error()
 	case errors.Is(err, framing.ErrMalformed):

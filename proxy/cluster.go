@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"errors"
 	"net"
 	"strconv"
 	"time"
@@ -26,6 +27,7 @@ func (s *Server) SetCluster(cfg cluster.Config) error {
 	s.topo = cluster.NewTopology(cfg, s.log)
 	s.env.Addresses = cluster.NewFronting(cfg, cfg.Host(s.cfg.Listen), s.topo)
 	s.kick = make(chan struct{}, 1)
+	s.discoverGap = discoverGap
 	s.m.topo.Store(s.topo)
 	return nil
 }
@@ -59,6 +61,10 @@ func (s *Server) bindNodes() error {
 	}
 }
 
+// discoverGap is the least time between two discoveries through the
+// bootstrap, and the first backoff after one fails.
+const discoverGap = 500 * time.Millisecond
+
 // rediscover asks for a discovery soon, without waiting for it.
 func (s *Server) rediscover() {
 	select {
@@ -70,11 +76,28 @@ func (s *Server) rediscover() {
 // discoverLoop learns the cluster's brokers through the bootstrap at
 // start, retrying with a backoff until it works, and again whenever
 // rediscover asks (a client on a node port not learnt, a broker that
-// could not be dialled).
+// could not be dialled). Asks that come while it waits (a gap after a
+// discovery, the backoff after a failed one) are kept in kick's one slot
+// and served by one discovery when the wait ends: however many clients
+// fail to reach a broker that is down, or wait on a bootstrap that does
+// not answer, the bootstrap sees at most one discovery per wait.
 func (s *Server) discoverLoop() {
-	const first, most = 500 * time.Millisecond, 30 * time.Second
-	backoff := first
+	const most = 30 * time.Second
+	gap := s.discoverGap
+	backoff := gap
+	toldAuth := false
 	for {
+		// An ask made before this discovery starts is answered by it;
+		// a drain before Serve has already stopped everything.
+		select {
+		case <-s.stop:
+			return
+		default:
+		}
+		select {
+		case <-s.kick:
+		default:
+		}
 		err := s.discover()
 		s.topo.Discovered(err)
 		result := "ok"
@@ -82,27 +105,39 @@ func (s *Server) discoverLoop() {
 			result = "error"
 		}
 		s.m.discoveries.WithLabelValues(result).Inc()
-		var timer *time.Timer
-		var wait <-chan time.Time
-		if err != nil {
+		wait := gap
+		// A bootstrap that requires SASL will not answer kproxy's
+		// Metadata however often it is asked: said once, then the loop
+		// waits for asks as after a discovery that worked.
+		settled := err == nil || errors.Is(err, cluster.ErrNeedsAuth)
+		switch {
+		case err != nil && settled:
+			ev := s.log.Debug()
+			if !toldAuth {
+				ev, toldAuth = s.log.Warn(), true
+			}
+			ev.Err(err).Str("bootstrap", s.cfg.Upstream).Msg("cluster discovery cannot authenticate")
+			backoff = gap
+		case err != nil:
 			s.log.Warn().Err(err).Str("bootstrap", s.cfg.Upstream).Dur("retry_in", backoff).Msg("cluster discovery failed")
-			timer = time.NewTimer(backoff)
-			wait = timer.C
-			backoff = min(2*backoff, most)
-		} else {
-			backoff = first
+			wait = backoff
+			backoff = max(gap, min(2*backoff, most))
+		default:
+			backoff = gap
 		}
+		timer := time.NewTimer(wait)
 		select {
 		case <-s.stop:
-			if timer != nil {
-				timer.Stop()
-			}
-			return
-		case <-s.kick:
-		case <-wait:
-		}
-		if timer != nil {
 			timer.Stop()
+			return
+		case <-timer.C:
+		}
+		if settled {
+			select {
+			case <-s.stop:
+				return
+			case <-s.kick:
+			}
 		}
 	}
 }
@@ -129,6 +164,9 @@ func (s *Server) discover() error {
 		return err
 	}
 	s.topo.Learn(brokers)
+	if err := s.cluster.Check(brokers); err != nil {
+		return err
+	}
 	s.log.Debug().Int("brokers", len(brokers)).Int("known", s.topo.Nodes()).Msg("cluster discovered through the bootstrap")
 	return nil
 }

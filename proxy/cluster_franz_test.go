@@ -15,6 +15,7 @@ import (
 // but kproxy's listeners.
 func TestClusterFranzGo(t *testing.T) {
 	env := startCluster(t, 3, 7, []kfake.Opt{kfake.SeedTopics(6, "spread")})
+	env.spread(t, "spread", 6, 3) // kfake picks leaders at random
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	dials := &dialLog{}

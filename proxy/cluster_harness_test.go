@@ -79,7 +79,8 @@ func startClusterProxy(t testing.TB, upstream string, maxNode int32, tr *tracing
 		cfg := cluster.Config{NodePortBase: 20000 + rand.IntN(10000), NodeIDs: cluster.NodeIDRange{Min: 0, Max: maxNode}}
 		env, err := tryProxy(t, upstream, cfg, tr, setup, opts...)
 		if err == nil {
-			return &clusterEnv{testEnv: env, cfg: cfg, host: "127.0.0.1"}
+			host, _, _ := net.SplitHostPort(env.addr)
+			return &clusterEnv{testEnv: env, cfg: cfg, host: host}
 		}
 		if try == 20 || !strings.Contains(err.Error(), "address already in use") {
 			t.Fatalf("cluster-mode kproxy: %v", err)
@@ -91,11 +92,11 @@ func startClusterProxy(t testing.TB, upstream string, maxNode int32, tr *tracing
 func tryProxy(t testing.TB, upstream string, cfg cluster.Config, tr *tracing.Tracer, setup func(*Server), opts ...envOpt) (*testEnv, error) {
 	t.Helper()
 	return listenProxy(t, upstream, tr, func(s *Server) {
-		if setup != nil {
-			setup(s)
-		}
 		if err := s.SetCluster(cfg); err != nil {
 			t.Fatal(err)
+		}
+		if setup != nil {
+			setup(s)
 		}
 	}, opts...)
 }

@@ -220,7 +220,7 @@ func TestClusterGarbledMetadata(t *testing.T) {
 	expectNothing(t, c, "a garbled Metadata")
 	waitFor(t, 10*time.Second, "the close counted and logged", func() bool {
 		return testutil.ToFloat64(env.m.protocolErrs.WithLabelValues("unmapped_broker")) == 1 &&
-			env.logs.contains("upstream named a broker kproxy cannot front")
+			env.logs.contains("upstream sent a response that may name brokers and kproxy cannot read")
 	})
 	answered(t, bystander, 2)
 	if got := env.realAddr(t, 0); got != up.addr() {

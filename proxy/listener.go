@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"sync"
 	"time"
 
 	"github.com/cloudwego/netpoll"
@@ -32,6 +33,13 @@ type listener struct {
 	ln   netpoll.Listener
 	loop netpoll.EventLoop
 	sln  net.Listener
+	// mu orders serve and stop on netpoll, whose Shutdown does nothing
+	// before its Serve has begun: a stop that comes first keeps serve
+	// from starting, and served (closed when loop.Serve returns) lets
+	// one that comes meanwhile wait for it.
+	mu      sync.Mutex
+	stopped bool
+	served  chan struct{}
 }
 
 // bind opens the port addr for node.
@@ -78,6 +86,15 @@ func (l *listener) serve() error {
 	if l.sln != nil {
 		return l.s.serveStreams(l)
 	}
+	l.mu.Lock()
+	if l.stopped {
+		l.mu.Unlock()
+		return nil
+	}
+	served := make(chan struct{})
+	l.served = served
+	l.mu.Unlock()
+	defer close(served)
 	return l.loop.Serve(l.ln)
 }
 
@@ -88,7 +105,24 @@ func (l *listener) stop(ctx context.Context) {
 		l.sln.Close()
 		return
 	}
-	l.loop.Shutdown(ctx)
+	l.mu.Lock()
+	l.stopped = true
+	served := l.served
+	l.mu.Unlock()
+	if served == nil { // never served: only the port to close
+		l.ln.Close()
+		return
+	}
+	for {
+		l.loop.Shutdown(ctx) // a no-op until Serve has handed netpoll its server
+		select {
+		case <-served:
+			return
+		case <-ctx.Done():
+			return
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }
 
 // close unbinds a listener that never served.

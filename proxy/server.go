@@ -45,6 +45,8 @@ type Server struct {
 	cluster cluster.Config
 	topo    *cluster.Topology
 	kick    chan struct{}
+	// discoverGap is discoverGap, or what a test sets.
+	discoverGap time.Duration
 
 	draining atomic.Bool
 	// tls, when it speaks TLS on either side, has the listeners' pairs
