@@ -214,10 +214,22 @@ func (k *Kafka) Admin(t testing.TB) *kadm.Client {
 // acks=0 producer would lose records sent in between without a sign.
 func (k *Kafka) CreateTopic(t testing.TB, topic string, partitions int32) {
 	t.Helper()
+	createTopic(t, []string{k.Direct}, topic, partitions, 1)
+}
+
+// createTopic creates topic through seeds with a client of its own,
+// closed before it returns, and waits until every partition is served.
+func createTopic(t testing.TB, seeds []string, topic string, partitions int32, replicationFactor int16) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	adm := k.Admin(t)
-	resp, err := adm.CreateTopic(ctx, partitions, 1, nil, topic)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	resp, err := adm.CreateTopic(ctx, partitions, replicationFactor, nil, topic)
 	if err == nil {
 		err = resp.Err
 	}
@@ -350,9 +362,19 @@ func (k *Kafka) WaitGroupMembers(ctx context.Context, group string, n int) error
 // EndOffsets is the sum of the high watermarks of topic's partitions.
 func (k *Kafka) EndOffsets(t testing.TB, topic string) int64 {
 	t.Helper()
+	return endOffsets(t, []string{k.Direct}, topic)
+}
+
+func endOffsets(t testing.TB, seeds []string, topic string) int64 {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	offs, err := k.Admin(t).ListEndOffsets(ctx, topic)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	offs, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
 	if err == nil {
 		err = offs.Error()
 	}
