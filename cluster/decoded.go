@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -29,11 +30,11 @@ func rewriteDecoded(frame []byte, key, version int16, m Mapper) ([]byte, []Broke
 	// sent and overwrites it in place with the mapped address.
 	each := func(nodeID int32, host *string, port *int32, typ int8) error {
 		b := Broker{NodeID: nodeID, Host: *host, Port: *port, EndpointType: typ}
-		seen = append(seen, b)
 		h, p, err := mapBroker(m, b)
 		if err != nil {
 			return err
 		}
+		seen = append(seen, b)
 		*host, *port = h, p
 		return nil
 	}
@@ -93,6 +94,10 @@ func visit(resp kmsg.Response, each func(int32, *string, *int32, int8) error) er
 		for i := range r.Brokers {
 			b := &r.Brokers[i]
 			if err := each(b.NodeID, &b.Host, &b.Port, typ); err != nil {
+				if typ == EndpointController && errors.Is(err, ErrUnmapped) {
+					refuseControllers(r)
+					return nil
+				}
 				return err
 			}
 		}
@@ -114,4 +119,15 @@ func visit(resp kmsg.Response, each func(int32, *string, *int32, int8) error) er
 		return fmt.Errorf("cluster: no address visitor for %T", resp)
 	}
 	return nil
+}
+
+// refuseControllers turns a DescribeCluster answer listing controllers the
+// caller does not serve into the error a broker gives for an endpoint type
+// it does not support: the client learns why, and no address leaks.
+func refuseControllers(r *kmsg.DescribeClusterResponse) {
+	msg := "kproxy fronts the cluster's brokers, not its controllers: reach the controllers directly"
+	r.ErrorCode = kerr.UnsupportedEndpointType.Code
+	r.ErrorMessage = &msg
+	r.Brokers = nil
+	r.ControllerID = -1
 }

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 )
 
@@ -40,7 +41,9 @@ type Broker struct {
 // the node is not one the caller serves (e.g. outside its node id range):
 // Rewrite then fails, and the caller closes the pair rather than leak the
 // real address. The mapper sees b.EndpointType so that it can give
-// controllers their own treatment instead of a broker port.
+// controllers their own treatment instead of a broker port; a
+// DescribeCluster answer whose controllers it refuses becomes the error
+// UNSUPPORTED_ENDPOINT_TYPE, with no addresses, instead of a failure.
 type Mapper func(b Broker) (host string, port int32, ok bool)
 
 // Rewrite replaces every broker address in a whole response frame (size
@@ -94,11 +97,14 @@ func bodyOffset(frame []byte, key int16, flexible bool) (int, error) {
 	return r.off, nil
 }
 
+// ErrUnmapped is a broker the Mapper refused.
+var ErrUnmapped = errors.New("cluster: broker has no mapped address")
+
 // mapBroker applies m and turns a refusal into the error Rewrite returns.
 func mapBroker(m Mapper, b Broker) (string, int32, error) {
 	host, port, ok := m(b)
 	if !ok {
-		return "", 0, fmt.Errorf("cluster: node %d (%s:%d, endpoint type %d) has no mapped address", b.NodeID, b.Host, b.Port, b.EndpointType)
+		return "", 0, fmt.Errorf("%w: node %d (%s:%d, endpoint type %d)", ErrUnmapped, b.NodeID, b.Host, b.Port, b.EndpointType)
 	}
 	return host, port, nil
 }

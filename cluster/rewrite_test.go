@@ -378,3 +378,34 @@ func TestHeaderTagsSkipped(t *testing.T) {
 		}
 	}
 }
+
+// TestDescribeClusterControllersRefused: controllers the mapper does not
+// serve become UNSUPPORTED_ENDPOINT_TYPE with no address, not a failure.
+func TestDescribeClusterControllersRefused(t *testing.T) {
+	brokersOnly := func(b Broker) (string, int32, bool) {
+		if b.EndpointType == EndpointController {
+			return "", 0, false
+		}
+		return testMapper(b)
+	}
+	max := kmsg.NewPtrDescribeClusterResponse().MaxVersion()
+	for v := int16(1); v <= max; v++ {
+		r := addrCases[2].build(v, []int32{3, 4}).(*kmsg.DescribeClusterResponse)
+		r.EndpointType = EndpointController
+		out, seen, err := Rewrite(frameOf(r), keyDescribeCluster, v, brokersOnly)
+		if err != nil {
+			t.Fatalf("v%d: %v", v, err)
+		}
+		if len(seen) != 0 {
+			t.Fatalf("v%d: refused controllers reported as seen: %+v", v, seen)
+		}
+		got, err := decodeFrame(out, keyDescribeCluster, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := got.(*kmsg.DescribeClusterResponse)
+		if d.ErrorCode != 115 || len(d.Brokers) != 0 || d.ErrorMessage == nil {
+			t.Fatalf("v%d: got error %d, %d brokers", v, d.ErrorCode, len(d.Brokers))
+		}
+	}
+}

@@ -7,11 +7,14 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"net"
 	"os"
+	"strconv"
 
 	"gopkg.in/yaml.v3"
 
 	"github.com/kproxy/kproxy/admin"
+	"github.com/kproxy/kproxy/cluster"
 	"github.com/kproxy/kproxy/correlate"
 	"github.com/kproxy/kproxy/framing"
 	"github.com/kproxy/kproxy/internal/fielderr"
@@ -32,6 +35,7 @@ type File struct {
 	Tracing   tracing.Config   `yaml:"tracing"`
 	Policies  policy.Config    `yaml:"policies"`
 	TLS       tlsconf.Config   `yaml:"tls"`
+	Cluster   cluster.Config   `yaml:"cluster"`
 }
 
 // Defaults is the configuration of an empty file.
@@ -45,6 +49,7 @@ func Defaults() File {
 		Tracing:   tracing.Defaults(),
 		Policies:  policy.Defaults(),
 		TLS:       tlsconf.Defaults(),
+		Cluster:   cluster.Defaults(),
 	}
 }
 
@@ -119,6 +124,7 @@ func (f File) Validate(file string, root *yaml.Node) error {
 		{"tracing", f.Tracing.Validate()},
 		{"policies", f.Policies.Validate()},
 		{"tls", f.TLS.Validate()},
+		{"cluster", f.Cluster.Validate(f.Proxy.Listen)},
 	}
 	for _, s := range sections {
 		var fe *fielderr.Error
@@ -137,6 +143,13 @@ func (f File) Validate(file string, root *yaml.Node) error {
 	if f.Proxy.MaxBufferedBytes != 0 && f.Proxy.MaxBufferedBytes < need {
 		return at(file, root, "proxy.max_buffered_bytes",
 			fmt.Sprintf("must be 0 (derived from the memory limit) or at least %d, to hold one maximum-size frame (framing.max_request_bytes / max_response_bytes + 4)", need))
+	}
+	if _, port, err := net.SplitHostPort(f.Admin.Listen); err == nil {
+		if p, err := strconv.Atoi(port); err == nil && f.Cluster.Serves(p) {
+			return at(file, root, "cluster.node_port_base",
+				fmt.Sprintf("node ports %d-%d include admin.listen's port %d", f.Cluster.NodePortBase,
+					f.Cluster.NodePortBase+int(f.Cluster.NodeIDs.Max-f.Cluster.NodeIDs.Min), p))
+		}
 	}
 	return nil
 }

@@ -1,12 +1,14 @@
 package config
 
 import (
-	"github.com/kproxy/kproxy/policy"
-	"github.com/kproxy/kproxy/tlsconf"
-	"github.com/kproxy/kproxy/tracing"
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/kproxy/kproxy/cluster"
+	"github.com/kproxy/kproxy/policy"
+	"github.com/kproxy/kproxy/tlsconf"
+	"github.com/kproxy/kproxy/tracing"
 )
 
 // TestLoadFull checks that every field of kproxy.yaml reaches the struct,
@@ -32,6 +34,7 @@ func TestLoadFull(t *testing.T) {
 	want.Correlate.MaxInFlight = 64
 	want.Admin.Listen = "0.0.0.0:9191"
 	want.Admin.Pprof = true
+	want.Cluster = cluster.Config{NodePortBase: 19100, NodeIDs: cluster.NodeIDRange{Min: 1, Max: 12}, AdvertisedHost: "kproxy.local"}
 	want.Log.Level = "debug"
 	want.Log.Format = "console"
 	ratio := 0.25

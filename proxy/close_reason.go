@@ -33,6 +33,7 @@ func (s *Server) classify(side string, err error, log *zerolog.Logger) closeCaus
 	var uw errUpstreamWrite
 	var pc relay.PolicyCloseError
 	var unreadable relay.SaslUnreadableError
+	var addr relay.AddressError
 	m := s.m
 	c := closeCause{reason: side + " error", err: err}
 	switch {
@@ -44,6 +45,8 @@ func (s *Server) classify(side string, err error, log *zerolog.Logger) closeCaus
 			Int32("client_id", mismatch.ClientID).Msg("response does not match the oldest request in flight")
 	case errors.Is(err, correlate.ErrUnexpectedResponse):
 		c.count, c.reason = m.protocolErrs.WithLabelValues("unexpected_response"), "upstream sent a response with nothing in flight"
+	case errors.As(err, &addr):
+		c.count, c.reason = m.protocolErrs.WithLabelValues("unmapped_broker"), "upstream named a broker kproxy cannot front"
 	case errors.As(err, &unreadable):
 		c.count, c.reason = m.protocolErrs.WithLabelValues("sasl_unreadable_request"), unreadable.Error()
 	case errors.Is(err, framing.ErrMalformed):

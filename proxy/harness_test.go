@@ -48,6 +48,17 @@ func startTracedProxy(t testing.TB, upstream string, tr *tracing.Tracer, opts ..
 // it listens (SetTLS).
 func startProxyWith(t testing.TB, upstream string, tr *tracing.Tracer, setup func(*Server), opts ...envOpt) *testEnv {
 	t.Helper()
+	env, err := listenProxy(t, upstream, tr, setup, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env
+}
+
+// listenProxy is startProxyWith returning Listen's error, for a caller
+// that may try other ports.
+func listenProxy(t testing.TB, upstream string, tr *tracing.Tracer, setup func(*Server), opts ...envOpt) (*testEnv, error) {
+	t.Helper()
 	cfg, fc, cc := Defaults(), framing.Defaults(), correlate.Defaults()
 	cfg.Listen, cfg.Upstream = "127.0.0.1:0", upstream
 	cfg.DrainTimeout = 2 * time.Second
@@ -69,7 +80,7 @@ func startProxyWith(t testing.TB, upstream string, tr *tracing.Tracer, setup fun
 		setup(srv)
 	}
 	if err := srv.Listen(); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	go srv.Serve()
 	t.Cleanup(func() {
@@ -80,7 +91,7 @@ func startProxyWith(t testing.TB, upstream string, tr *tracing.Tracer, setup fun
 			t.Logf("kproxy's log:\n%s", logs)
 		}
 	})
-	return &testEnv{srv: srv, addr: srv.Addr().String(), m: m, reg: reg, logs: logs}
+	return &testEnv{srv: srv, addr: srv.Addr().String(), m: m, reg: reg, logs: logs}, nil
 }
 
 // startKfake runs an in-process kfake broker advertising kproxy's address

@@ -91,28 +91,37 @@ const (
 // onConnect pairs a newly accepted client with its own upstream
 // connection. netpoll runs it on its goroutine pool before the first
 // onRequest, so a slow upstream dial holds up only this client.
-func (s *Server) onConnect(ctx context.Context, client netpoll.Connection) context.Context {
+func (l *listener) onConnect(ctx context.Context, client netpoll.Connection) context.Context {
+	s := l.s
 	log := s.log.With().Str("client", client.RemoteAddr().String()).Logger()
 	if why := s.reserve(); why != "" {
 		refuse(client)
 		s.turnAway(&log, why)
 		return ctx
 	}
-	up, err := netpoll.DialConnection("tcp", s.cfg.Upstream, s.cfg.DialTimeout)
+	addr, err := l.upstream(ctx)
+	if err != nil {
+		s.unreserve()
+		refuse(client)
+		s.unknownNode(&log, l, err)
+		return ctx
+	}
+	up, err := netpoll.DialConnection("tcp", addr, s.cfg.DialTimeout)
 	if err != nil {
 		s.unreserve()
 		refuse(client)
 		s.m.dialFailures.Inc()
-		log.Error().Err(err).Str("upstream", s.cfg.Upstream).Msg("upstream dial failed; client connection reset")
+		l.dialFailed()
+		log.Error().Err(err).Str("upstream", addr).Msg("upstream dial failed; client connection reset")
 		return ctx
 	}
 	p := &pair{s: s, client: client, upstream: up, opened: time.Now(), done: make(chan struct{})}
-	p.log = log.With().Str("upstream", up.LocalAddr().String()+">"+s.cfg.Upstream).Logger()
+	p.log = log.With().Str("upstream", up.LocalAddr().String()+">"+addr).Logger()
 	var peer *tracing.Peer
 	if s.tracer.On() {
-		peer = tracing.NewPeer(client.RemoteAddr().String(), s.cfg.Upstream, s.topics)
+		peer = tracing.NewPeer(client.RemoteAddr().String(), addr, s.topics)
 	}
-	p.sess = relay.New(s.env, p, p.log, peer)
+	p.sess = relay.New(l.env, p, p.log, peer)
 	if why := register(s, s.pairs, p); why != "" {
 		s.unreserve()
 		refuse(client)

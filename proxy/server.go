@@ -10,9 +10,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/cloudwego/netpoll"
 	"github.com/rs/zerolog"
 
+	"github.com/kproxy/kproxy/cluster"
 	"github.com/kproxy/kproxy/correlate"
 	"github.com/kproxy/kproxy/framing"
 	"github.com/kproxy/kproxy/policy"
@@ -37,13 +37,19 @@ type Server struct {
 
 	policies atomic.Pointer[policy.Engine]
 
-	ln       netpoll.Listener
-	loop     netpoll.EventLoop
+	// main is proxy.listen's port; nodes are the node ports in cluster
+	// mode, where topo is what kproxy knows of the cluster and kick asks
+	// discoverLoop for a discovery.
+	main    *listener
+	nodes   []*listener
+	cluster cluster.Config
+	topo    *cluster.Topology
+	kick    chan struct{}
+
 	draining atomic.Bool
-	// tls, when it speaks TLS on either side, has the listener's pairs
-	// relayed by the stream driver, accepted on sln instead of ln.
+	// tls, when it speaks TLS on either side, has the listeners' pairs
+	// relayed by the stream driver, accepted on Go's net.
 	tls *serverTLS
-	sln net.Listener
 
 	mu      sync.Mutex
 	pairs   map[*pair]struct{}
@@ -93,11 +99,6 @@ func New(cfg Config, fr framing.Config, tc correlate.Config, log zerolog.Logger,
 		Policies: &s.policies, Listener: cfg.Listen, MaxUnread: cfg.MaxUnreadBytes}
 	s.budget.max = int64(cfg.MaxBufferedBytes)
 	m.budgetUsed.Store(&s.budget.used)
-	loop, err := netpoll.NewEventLoop(s.onRequest, netpoll.WithOnConnect(s.onConnect))
-	if err != nil {
-		return nil, err
-	}
-	s.loop = loop
 	return s, nil
 }
 
@@ -105,53 +106,69 @@ func New(cfg Config, fr framing.Config, tc correlate.Config, log zerolog.Logger,
 // their next request on.
 func (s *Server) SetPolicies(e *policy.Engine) { s.policies.Store(e) }
 
-// Listen binds the client port.
+// Listen binds the client port, and in cluster mode every node port.
 func (s *Server) Listen() error {
-	if s.tls.on() {
-		ln, err := net.Listen("tcp", s.cfg.Listen)
-		if err != nil {
-			return fmt.Errorf("listen on %s: %w", s.cfg.Listen, err)
-		}
-		s.sln = ln
-		return nil
-	}
-	ln, err := netpoll.CreateListener("tcp", s.cfg.Listen)
+	l, err := s.bind(s.cfg.Listen, bootstrapNode)
 	if err != nil {
-		return fmt.Errorf("listen on %s: %w", s.cfg.Listen, err)
+		return err
 	}
-	s.ln = ln
+	s.main = l
+	if err := s.bindNodes(); err != nil {
+		for _, l := range s.listeners() {
+			l.close()
+		}
+		s.main, s.nodes = nil, nil
+		return err
+	}
 	return nil
 }
 
-// Addr is the bound client address (after Listen).
-func (s *Server) Addr() net.Addr {
-	if s.sln != nil {
-		return s.sln.Addr()
+// listeners are every port bound.
+func (s *Server) listeners() []*listener {
+	if s.main == nil {
+		return nil
 	}
-	return s.ln.Addr()
+	return append([]*listener{s.main}, s.nodes...)
 }
+
+// Addr is the bound client address (after Listen): the bootstrap
+// listener's in cluster mode.
+func (s *Server) Addr() net.Addr { return s.main.Addr() }
 
 // Serve relays clients until Drain ends it: on the netpoll event loop, or
 // with the stream driver when TLS is on.
 func (s *Server) Serve() error {
-	s.log.Info().Str("listen", s.Addr().String()).Str("upstream", s.cfg.Upstream).
-		Bool("tls_client", s.tls.clientTLS()).Bool("tls_upstream", s.tls.upstreamTLS()).
-		Msg("kproxy listening")
-	if s.sln != nil {
-		err := s.serveStreams()
-		s.stopOnce.Do(func() { close(s.stop) })
-		return err
+	ev := s.log.Info().Str("listen", s.Addr().String()).Str("upstream", s.cfg.Upstream).
+		Bool("tls_client", s.tls.clientTLS()).Bool("tls_upstream", s.tls.upstreamTLS())
+	if s.topo != nil {
+		ev = ev.Int("node_port_base", s.cluster.NodePortBase).Int32("node_id_min", s.cluster.NodeIDs.Min).
+			Int32("node_id_max", s.cluster.NodeIDs.Max).Str("advertised_host", s.cluster.Host(s.cfg.Listen))
 	}
-	s.watchOnce.Do(func() { go s.watchOverflow() })
-	err := s.loop.Serve(s.ln)
+	ev.Msg("kproxy listening")
+	if !s.tls.on() {
+		s.watchOnce.Do(func() { go s.watchOverflow() })
+	}
+	if s.topo != nil {
+		go s.discoverLoop()
+	}
+	for _, l := range s.nodes {
+		go func() {
+			if err := l.serve(); err != nil {
+				s.log.Error().Err(err).Str("listen", l.addr).Msg("node port stopped accepting")
+			}
+		}()
+	}
+	err := s.main.serve()
 	s.stopOnce.Do(func() { close(s.stop) })
 	return err
 }
 
-// Ready reports why the server should not get traffic, or nil.
+// Ready reports why the server should not get traffic, or nil: the
+// upstream (the cluster's bootstrap) must answer, and in cluster mode the
+// brokers must be known.
 func (s *Server) Ready(ctx context.Context) error {
 	switch {
-	case s.ln == nil && s.sln == nil:
+	case s.main == nil:
 		return errors.New("not listening")
 	case s.draining.Load():
 		return errors.New("draining")
@@ -160,16 +177,20 @@ func (s *Server) Ready(ctx context.Context) error {
 		if err := s.readyStream(ctx); err != nil {
 			return fmt.Errorf("upstream %s unreachable: %w", s.cfg.Upstream, err)
 		}
-		return nil
+	} else {
+		var d net.Dialer
+		ctx, cancel := context.WithTimeout(ctx, min(s.cfg.DialTimeout, 2*time.Second))
+		defer cancel()
+		c, err := d.DialContext(ctx, "tcp", s.cfg.Upstream)
+		if err != nil {
+			return fmt.Errorf("upstream %s unreachable: %w", s.cfg.Upstream, err)
+		}
+		c.Close()
 	}
-	var d net.Dialer
-	ctx, cancel := context.WithTimeout(ctx, min(s.cfg.DialTimeout, 2*time.Second))
-	defer cancel()
-	c, err := d.DialContext(ctx, "tcp", s.cfg.Upstream)
-	if err != nil {
-		return fmt.Errorf("upstream %s unreachable: %w", s.cfg.Upstream, err)
+	if s.topo != nil {
+		return s.topo.Ready()
 	}
-	return c.Close()
+	return nil
 }
 
 // Draining reports whether Drain has started.
@@ -234,13 +255,7 @@ func (s *Server) Drain(ctx context.Context) error {
 
 func (s *Server) stopLoop() {
 	s.stopOnce.Do(func() { close(s.stop) })
-	if s.sln != nil {
-		s.sln.Close()
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	s.loop.Shutdown(ctx)
+	shutdownAll(s.listeners())
 }
 
 // reserve takes a max_connections slot for a new client before its

@@ -12,11 +12,11 @@ import (
 	"github.com/kproxy/kproxy/tracing"
 )
 
-// serveStreams accepts clients on a listener of Go's net until it is
+// serveStreams accepts clients on l, a listener of Go's net, until it is
 // closed, each relayed by a stream pair.
-func (s *Server) serveStreams() error {
+func (s *Server) serveStreams(l *listener) error {
 	for {
-		c, err := s.sln.Accept()
+		c, err := l.sln.Accept()
 		if err != nil {
 			select {
 			case <-s.stop:
@@ -37,14 +37,14 @@ func (s *Server) serveStreams() error {
 			time.Sleep(100 * time.Millisecond)
 			continue
 		}
-		go s.onStream(c)
+		go s.onStream(l, c)
 	}
 }
 
 // onStream pairs a client accepted by serveStreams: the TLS handshake
 // with it (bounded by the handshake timeout), the upstream dial with its
 // own handshake, then a stream pair relays until either side closes.
-func (s *Server) onStream(raw net.Conn) {
+func (s *Server) onStream(l *listener, raw net.Conn) {
 	log := s.log.With().Str("client", raw.RemoteAddr().String()).Logger()
 	if why := s.reserve(); why != "" {
 		resetConn(raw)
@@ -58,23 +58,31 @@ func (s *Server) onStream(raw net.Conn) {
 		log.Warn().Err(err).Msg("connection closed")
 		return
 	}
-	up, err := s.dialStream(context.Background(), log)
+	addr, err := l.upstream(context.Background())
 	if err != nil {
 		s.unreserve()
 		resetConn(raw)
+		s.unknownNode(&log, l, err)
 		return
 	}
-	plog := log.With().Str("upstream", up.LocalAddr().String()+">"+s.cfg.Upstream)
+	up, err := s.dialStream(context.Background(), log, addr)
+	if err != nil {
+		s.unreserve()
+		resetConn(raw)
+		l.dialFailed()
+		return
+	}
+	plog := log.With().Str("upstream", up.LocalAddr().String()+">"+addr)
 	var peer *tracing.Peer
 	if s.tracer.On() {
-		peer = tracing.NewPeer(raw.RemoteAddr().String(), s.cfg.Upstream, s.topics)
+		peer = tracing.NewPeer(raw.RemoteAddr().String(), addr, s.topics)
 	}
 	if len(names) > 0 {
 		plog = plog.Str("principal", names[0])
 		peer.SetPrincipal(names[0])
 	}
 	st := newStream(s, plog.Logger(), client, up)
-	st.sess = relay.New(s.env, st, st.log, peer)
+	st.sess = relay.New(l.env, st, st.log, peer)
 	st.sess.SetPrincipals(names)
 	if why := register(s, s.streams, st); why != "" {
 		s.unreserve()
@@ -88,24 +96,24 @@ func (s *Server) onStream(raw net.Conn) {
 	st.runClient()
 }
 
-// dialStream connects to the upstream, with a TLS handshake when the
-// upstream speaks TLS. A failure is counted and logged here, naming its
-// cause.
-func (s *Server) dialStream(ctx context.Context, log zerolog.Logger) (net.Conn, error) {
+// dialStream connects to the upstream at addr, with a TLS handshake when
+// the upstream speaks TLS. A failure is counted and logged here, naming
+// its cause.
+func (s *Server) dialStream(ctx context.Context, log zerolog.Logger, addr string) (net.Conn, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.DialTimeout)
 	defer cancel()
 	var d net.Dialer
-	c, err := d.DialContext(ctx, "tcp", s.cfg.Upstream)
+	c, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		s.m.dialFailures.Inc()
-		log.Error().Err(err).Str("upstream", s.cfg.Upstream).Msg("upstream dial failed; client connection reset")
+		log.Error().Err(err).Str("upstream", addr).Msg("upstream dial failed; client connection reset")
 		return nil, err
 	}
-	tc, err := s.tls.dial(c, s.cfg.Upstream, time.Time{}, true)
+	tc, err := s.tls.dial(c, addr, time.Time{}, true)
 	if err != nil {
 		c.Close()
 		s.m.dialFailures.Inc()
-		log.Error().Err(err).Str("upstream", s.cfg.Upstream).Msg("client connection reset")
+		log.Error().Err(err).Str("upstream", addr).Msg("client connection reset")
 		return nil, err
 	}
 	return tc, nil

@@ -23,6 +23,10 @@ type Env struct {
 	Policies *atomic.Pointer[policy.Engine]
 	// Listener is the proxy.listen address, as rules match it.
 	Listener string
+	// Addresses, in cluster mode, rewrites the broker addresses of
+	// responses to kproxy's own listeners (cluster.Fronting); nil when
+	// kproxy fronts one broker, which costs the relay nothing.
+	Addresses AddressRewriter
 	// MaxUnread is max_unread_bytes: a session waiting (full table, SASL
 	// answer) fails with ErrOverflow when the client's unread input
 	// passes it.
@@ -32,3 +36,10 @@ type Env struct {
 // readsTopics reports whether anything needs topic names: the tracer, or a
 // rule set.
 func (e *Env) readsTopics() bool { return e.Tracer.On() || !e.Policies.Load().Empty() }
+
+// AddressRewriter gives the response frame a client may see: frame itself
+// when it names no broker, else a copy with kproxy's addresses. An error
+// means the frame must not reach the client.
+type AddressRewriter interface {
+	Rewrite(frame []byte, key, version int16) ([]byte, error)
+}

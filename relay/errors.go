@@ -41,6 +41,18 @@ func (e SaslUnreadableError) Error() string {
 		strconv.Itoa(int(e.Version)) + ") during SASL v0 raw tokens: kproxy cannot judge it, closed"
 }
 
+// AddressError is a response naming a broker kproxy cannot map to one of
+// its listeners, or one that cannot be parsed to find out: it is not
+// passed on (a real broker address would let the client bypass kproxy),
+// and the connection is closed.
+type AddressError struct{ Err error }
+
+func (e AddressError) Error() string {
+	return "response not passed on, so no broker address reaches the client: " + e.Err.Error()
+}
+
+func (e AddressError) Unwrap() error { return e.Err }
+
 // failure is the error type of the span of a request that got no answer
 // because of err.
 func failure(err error) string {

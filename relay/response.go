@@ -32,6 +32,13 @@ func (s *Session) Response(frame []byte, out *Batch) error {
 		if e.APIKey == framing.KeyApiVersions {
 			frame = policy.ClampVersions(frame, e.APIVersion, s.env.Policies.Load().HidesUnknownAPIs())
 		}
+		if s.env.Addresses != nil {
+			if frame, err = s.env.Addresses.Rewrite(frame, e.APIKey, e.APIVersion); err != nil {
+				s.env.Tracer.Fail(spanOf(e), "kproxy.unmapped_broker")
+				s.env.Metrics.Failed.Inc()
+				return AddressError{err}
+			}
+		}
 		a := s.env.Metrics.api(e.APIKey)
 		s.out.count(a)
 		a.Latency.Observe(s.out.stamp().Sub(e.Start).Seconds())

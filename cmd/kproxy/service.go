@@ -66,6 +66,10 @@ func start(cfg config.File, spans sdktrace.SpanExporter) (*service, error) {
 		return nil, err
 	}
 	srv.SetTLS(certs, tm)
+	if err := srv.SetCluster(cfg.Cluster); err != nil {
+		certs.Close()
+		return nil, err
+	}
 	if err := srv.Listen(); err != nil {
 		certs.Close()
 		return nil, err

@@ -1,0 +1,138 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+
+	"github.com/rs/zerolog"
+)
+
+// Topology is what kproxy knows of the cluster it fronts: the real address
+// of each broker it serves, learnt from its own Metadata requests to the
+// bootstrap and from every address-bearing response it relays. A
+// connection to a node port dials the address last learnt for that node,
+// so a broker that moves is re-targeted for new connections.
+type Topology struct {
+	cfg Config
+	log zerolog.Logger
+
+	mu    sync.Mutex
+	addrs map[int32]string
+	// changed is closed and replaced whenever addrs changes, so Wait can
+	// wait on it without polling.
+	changed chan struct{}
+	// lastErr is why the last discovery failed, nil once one worked.
+	lastErr    error
+	discovered bool
+}
+
+// NewTopology returns an empty topology for cfg's node ids.
+func NewTopology(cfg Config, log zerolog.Logger) *Topology {
+	return &Topology{cfg: cfg, log: log, addrs: make(map[int32]string), changed: make(chan struct{})}
+}
+
+// Learn records the brokers a response named. Controllers and node ids
+// outside node_ids are not served and are ignored here (Rewrite refuses
+// them). It logs each broker that appears or moves.
+func (t *Topology) Learn(seen []Broker) {
+	if len(seen) == 0 {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	moved := false
+	for _, b := range seen {
+		if b.EndpointType != EndpointBroker {
+			continue
+		}
+		if _, ok := t.cfg.Port(b.NodeID); !ok {
+			continue
+		}
+		addr := net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
+		old, had := t.addrs[b.NodeID]
+		if old == addr {
+			continue
+		}
+		t.addrs[b.NodeID] = addr
+		moved = true
+		port, _ := t.cfg.Port(b.NodeID)
+		if had {
+			t.log.Info().Int32("node", b.NodeID).Str("from", old).Str("to", addr).Int("port", port).
+				Msg("broker re-targeted: new connections to its port go to its new address")
+		} else {
+			t.log.Info().Int32("node", b.NodeID).Str("broker", addr).Int("port", port).Msg("broker learnt")
+		}
+	}
+	if moved {
+		close(t.changed)
+		t.changed = make(chan struct{})
+	}
+}
+
+// Addr is the real address of node, if known.
+func (t *Topology) Addr(node int32) (string, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	a, ok := t.addrs[node]
+	return a, ok
+}
+
+// Nodes is how many brokers are known.
+func (t *Topology) Nodes() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.addrs)
+}
+
+// Wait returns node's address once it is known, calling ask (which starts
+// a discovery) when it is not yet, or fails when ctx ends first.
+func (t *Topology) Wait(ctx context.Context, node int32, ask func()) (string, error) {
+	asked := false
+	for {
+		t.mu.Lock()
+		a, ok := t.addrs[node]
+		ch := t.changed
+		t.mu.Unlock()
+		if ok {
+			return a, nil
+		}
+		if !asked && ask != nil {
+			ask()
+			asked = true
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return "", fmt.Errorf("node %d is not a broker of the cluster as last learnt (%d known): %w", node, t.Nodes(), ctx.Err())
+		}
+	}
+}
+
+// Discovered records the outcome of a discovery: err nil means the
+// bootstrap answered with the brokers (already given to Learn).
+func (t *Topology) Discovered(err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.lastErr = err
+	if err == nil {
+		t.discovered = true
+	}
+}
+
+// Ready says why the topology cannot serve node ports yet, or nil: no
+// discovery has worked and no response has named a broker.
+func (t *Topology) Ready() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.discovered || len(t.addrs) > 0 {
+		return nil
+	}
+	if t.lastErr != nil {
+		return fmt.Errorf("cluster topology not learnt yet: %w", t.lastErr)
+	}
+	return errors.New("cluster topology not learnt yet")
+}
