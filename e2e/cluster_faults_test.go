@@ -46,7 +46,11 @@ func TestClusterBrokerRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	w := startPacedWriter(cl)
+	// Records wait in the producer's buffer under this context until they
+	// are sent, so it ends only with the test, after the flush.
+	writeCtx, stopWriting := context.WithTimeout(context.Background(), faultWriteCap+time.Minute)
+	defer stopWriting()
+	w := startPacedWriter(writeCtx, cl)
 	steady := func() {
 		select {
 		case <-w.done:
@@ -83,6 +87,11 @@ func TestClusterBrokerRestart(t *testing.T) {
 	n := int(w.produced.Load())
 	t.Logf("producer: %d records, %d acknowledged, %d failed, %d broker disconnects seen; it dialled %v",
 		n, w.acked(), w.failed, disconnects.Load(), dials.Addrs())
+	for _, a := range kp.NodeAddrs {
+		if !slices.Contains(dials.Addrs(), a) {
+			t.Errorf("the producer never dialled kproxy's node listener %s: some broker's partitions were not written through kproxy", a)
+		}
+	}
 	if w.failed > 0 {
 		t.Errorf("%d records failed although retries are unlimited (the first was %s), by error: %v", w.failed, w.firstErr, w.failures)
 	}
@@ -133,7 +142,9 @@ func waitLeaders(t *testing.T, c *harness.KafkaCluster, topic, what string, done
 }
 
 // pacedWriter produces keyed records (faultKey) with cl at a steady pace
-// until stopped, noting which were acknowledged.
+// until stopped, noting which were acknowledged. Its context bounds the
+// wait of a Produce that blocks on a full buffer, and must outlive the
+// producer's flush: a record whose context ends before it is sent fails.
 type pacedWriter struct {
 	stop     atomic.Bool
 	done     chan struct{} // closed when it stopped writing
@@ -147,7 +158,7 @@ type pacedWriter struct {
 	failures map[string]int
 }
 
-func startPacedWriter(cl *kgo.Client) *pacedWriter {
+func startPacedWriter(ctx context.Context, cl *kgo.Client) *pacedWriter {
 	w := &pacedWriter{done: make(chan struct{}), ackAt: make([]int64, faultMaxRecords), failures: map[string]int{}}
 	value := []byte(strings.Repeat("v", 100))
 	began := time.Now()
@@ -155,8 +166,6 @@ func startPacedWriter(cl *kgo.Client) *pacedWriter {
 		defer close(w.done)
 		tick := time.NewTicker(faultTick)
 		defer tick.Stop()
-		ctx, cancel := context.WithTimeout(context.Background(), faultWriteCap+time.Minute)
-		defer cancel()
 		for i := 0; i < faultMaxRecords && !w.stop.Load() && time.Since(began) < faultWriteCap; {
 			for j := 0; j < faultBurst && i < faultMaxRecords; j, i = j+1, i+1 {
 				idx := i
