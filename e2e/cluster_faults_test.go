@@ -96,6 +96,8 @@ func TestClusterBrokerRestart(t *testing.T) {
 		t.Errorf("%d records failed although retries are unlimited (the first was %s), by error: %v", w.failed, w.firstErr, w.failures)
 	}
 
+	logWarnings(t, kp.Kproxy)
+
 	// Read everything back through kproxy, without a group, up to the
 	// high watermarks the brokers list.
 	readDials := &harness.Dials{}
@@ -122,6 +124,19 @@ func TestClusterBrokerRestart(t *testing.T) {
 	if extra := counts[-1]; extra > 0 {
 		t.Errorf("%d records read with keys this test did not write", extra)
 	}
+}
+
+// logWarnings logs kproxy's warning and error lines (up to 10 of them),
+// what it said about the broker that went away.
+func logWarnings(t *testing.T, kp *harness.Kproxy) {
+	t.Helper()
+	var ws []string
+	for _, l := range strings.Split(kp.Output(), "\n") {
+		if strings.Contains(l, `"level":"warn"`) || strings.Contains(l, `"level":"error"`) {
+			ws = append(ws, l)
+		}
+	}
+	t.Logf("kproxy logged %d warnings and errors; the first ones:\n%s", len(ws), strings.Join(head(ws), "\n"))
 }
 
 // waitLeaders polls topic's leaders (up to 2 minutes) until done holds
