@@ -52,8 +52,29 @@ type ClusterNode struct {
 // StartKafkaCluster formats and starts the nodes of a cluster of version
 // with free ports, and returns once every node answers Metadata listing
 // all the brokers. Each node has a small heap: three run on a small
-// machine next to the clients.
+// machine next to the clients. A port taken before a node bound it costs
+// a retry with new ports (see StartKafka).
 func StartKafkaCluster(t testing.TB, version string) *KafkaCluster {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		c, err := startKafkaCluster(t, version)
+		if err == nil {
+			return c
+		}
+		lost := slices.ContainsFunc(c.Nodes, func(n *ClusterNode) bool { return portTaken(n.Proc) })
+		if attempt == 3 || !lost {
+			t.Fatal(err)
+		}
+		for _, n := range c.Nodes {
+			if n.Proc != nil {
+				n.Stop(syscall.SIGKILL, 10*time.Second)
+			}
+		}
+		t.Logf("Kafka %s cluster lost a port race (attempt %d); retrying with new ports", version, attempt)
+	}
+}
+
+func startKafkaCluster(t testing.TB, version string) (*KafkaCluster, error) {
 	t.Helper()
 	start := time.Now()
 	c := &KafkaCluster{Version: version, Libs: KafkaLibs(t, version), dir: t.TempDir()}
@@ -80,10 +101,12 @@ func StartKafkaCluster(t testing.TB, version string) *KafkaCluster {
 		c.launch(t, n)
 	}
 	for _, n := range c.Nodes {
-		c.waitNode(t, n)
+		if err := c.waitNode(n); err != nil {
+			return c, err
+		}
 	}
 	t.Logf("Kafka %s cluster of %d nodes ready in %v: %v", version, ClusterNodes, time.Since(start).Round(time.Millisecond), c.BrokerAddrs())
-	return c
+	return c, nil
 }
 
 // format writes every node's storage with one cluster id, the nodes at
@@ -121,23 +144,28 @@ func (c *KafkaCluster) launch(t testing.TB, n *ClusterNode) {
 	n.Proc = Start(t, fmt.Sprintf("kafka-%s-node%d", c.Version, n.ID), Java(t), args, Env(), n.dir)
 }
 
-// waitNode waits until n answers Metadata listing every broker.
-func (c *KafkaCluster) waitNode(t testing.TB, n *ClusterNode) {
-	t.Helper()
+// waitNode waits until n answers Metadata listing every broker, or any
+// node exits (n cannot list a node that died).
+func (c *KafkaCluster) waitNode(n *ClusterNode) error {
 	deadline := time.Now().Add(120 * time.Second)
 	var last error
 	for time.Now().Before(deadline) {
-		select {
-		case <-n.Exited():
-			t.Fatalf("Kafka %s node %d exited: %v\n%s", c.Version, n.ID, n.ExitErr(), n.Tail(40))
-		default:
+		for _, m := range c.Nodes {
+			if m.Proc == nil {
+				continue
+			}
+			select {
+			case <-m.Exited():
+				return fmt.Errorf("Kafka %s node %d exited: %v\n%s", c.Version, m.ID, m.ExitErr(), m.Tail(40))
+			default:
+			}
 		}
 		if last = c.pingNode(n); last == nil {
-			return
+			return nil
 		}
 		time.Sleep(300 * time.Millisecond)
 	}
-	t.Fatalf("Kafka %s node %d did not come up: %v\n%s", c.Version, n.ID, last, n.Tail(40))
+	return fmt.Errorf("Kafka %s node %d did not come up: %v\n%s", c.Version, n.ID, last, n.Tail(40))
 }
 
 func (c *KafkaCluster) pingNode(n *ClusterNode) error {
@@ -183,7 +211,9 @@ func (c *KafkaCluster) StartNode(t testing.TB, id int32) {
 		t.Fatalf("Kafka %s node %d is running", c.Version, id)
 	}
 	c.launch(t, n)
-	c.waitNode(t, n)
+	if err := c.waitNode(n); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // BrokerAddrs are every listener of every node, client and controller:
