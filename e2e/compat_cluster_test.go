@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"testing"
@@ -105,7 +106,7 @@ func (f *clusterFixture) watch() *socketWatch {
 	return w
 }
 
-// stop ends the watch after one last sample.
+// stop ends the watch and waits for its sampler.
 func (w *socketWatch) stop() {
 	close(w.stopc)
 	<-w.done
@@ -116,13 +117,7 @@ func (w *socketWatch) check(p path) error {
 	if w.err != nil {
 		return fmt.Errorf("%s: reading the clients' sockets from /proc: %w", p.name, w.err)
 	}
-	seen := slices.Sorted(func(yield func(string) bool) {
-		for k := range w.toBrokers {
-			if !yield(k) {
-				return
-			}
-		}
-	})
+	seen := slices.Sorted(maps.Keys(w.toBrokers))
 	switch {
 	case p.proxied && len(seen) > 0:
 		return fmt.Errorf("%s: the client held connections to real broker ports, bypassing kproxy: %v", p.name, seen)
