@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"strconv"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -59,5 +60,48 @@ func TestFetchNoTagAllocatesNothing(t *testing.T) {
 	})
 	if n != 0 {
 		t.Fatalf("%v allocations per Fetch without NodeEndpoints, want 0", n)
+	}
+}
+
+// metadataFrame is a Metadata v12 response of three brokers and topics
+// topics of ten partitions each, replicated three times.
+func metadataFrame(topics int) []byte {
+	r := kmsg.NewPtrMetadataResponse()
+	r.Version = 12
+	for n := int32(0); n < 3; n++ {
+		b := kmsg.NewMetadataResponseBroker()
+		b.NodeID = n
+		b.Host, b.Port = realAddr(n)
+		r.Brokers = append(r.Brokers, b)
+	}
+	for i := 0; i < topics; i++ {
+		t := kmsg.NewMetadataResponseTopic()
+		name := "topic-" + string(rune('a'+i%26)) + "-" + string(rune('a'+i/26%26)) + "-" + string(rune('a'+i/676%26))
+		t.Topic = &name
+		for p := int32(0); p < 10; p++ {
+			pp := kmsg.NewMetadataResponseTopicPartition()
+			pp.Partition, pp.Leader = p, p%3
+			pp.Replicas, pp.ISR = []int32{0, 1, 2}, []int32{0, 1, 2}
+			t.Partitions = append(t.Partitions, pp)
+		}
+		r.Topics = append(r.Topics, t)
+	}
+	return frameOf(r)
+}
+
+// BenchmarkRewriteMetadata is the cost of a Metadata rewrite, which the
+// relay may run on a poller: a client's metadata of many topics.
+func BenchmarkRewriteMetadata(b *testing.B) {
+	for _, topics := range []int{10, 1000} {
+		frame := metadataFrame(topics)
+		b.Run(strconv.Itoa(topics)+"topics", func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(frame)))
+			for b.Loop() {
+				if _, _, err := Rewrite(frame, keyMetadata, 12, testMapper); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -144,6 +144,9 @@ func (f File) Validate(file string, root *yaml.Node) error {
 		return at(file, root, "proxy.max_buffered_bytes",
 			fmt.Sprintf("must be 0 (derived from the memory limit) or at least %d, to hold one maximum-size frame (framing.max_request_bytes / max_response_bytes + 4)", need))
 	}
+	if samePort(f.Admin.Listen, f.Proxy.Listen) {
+		return at(file, root, "admin.listen", "is on proxy.listen's port: both cannot be bound")
+	}
 	if _, port, err := net.SplitHostPort(f.Admin.Listen); err == nil {
 		if p, err := strconv.Atoi(port); err == nil && f.Cluster.Serves(p) {
 			return at(file, root, "cluster.node_port_base",
@@ -152,4 +155,16 @@ func (f File) Validate(file string, root *yaml.Node) error {
 		}
 	}
 	return nil
+}
+
+// samePort reports whether two listen addresses would take the same port:
+// the same port on the same host, or on a host that binds every interface.
+func samePort(a, b string) bool {
+	ah, ap, err1 := net.SplitHostPort(a)
+	bh, bp, err2 := net.SplitHostPort(b)
+	if err1 != nil || err2 != nil || ap != bp || ap == "0" {
+		return false
+	}
+	any := func(h string) bool { ip := net.ParseIP(h); return h == "" || ip != nil && ip.IsUnspecified() }
+	return ah == bh || any(ah) || any(bh)
 }

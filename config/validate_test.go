@@ -47,6 +47,8 @@ func TestValidate(t *testing.T) {
 			"cluster.node_port_base", 3, "is required to front a cluster"},
 		{"cluster on every interface", "proxy:\n  listen: 0.0.0.0:9092\n  upstream: b:9092\ncluster:\n  node_port_base: 9100\n",
 			"cluster.advertised_host", 4, "is required when proxy.listen binds every interface"},
+		{"admin on listen's port", "proxy:\n  listen: 127.0.0.1:9290\n  upstream: b:9092\nadmin:\n  listen: 0.0.0.0:9290\n",
+			"admin.listen", 5, "is on proxy.listen's port"},
 		{"tls client_auth without a CA", "proxy:\n  upstream: b:9092\ntls:\n  listener:\n    cert_file: c\n    key_file: k\n    client_auth: require\n",
 			"tls.listener.client_auth", 7, "needs client_ca_file"},
 	}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"slices"
+	"strings"
 
 	jsonpatch "gomodules.xyz/jsonpatch/v2"
 )
@@ -15,10 +17,11 @@ func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
 // Patch is the JSON Patch that injects the sidecar into the workload in
 // raw, or nil when there is nothing to do (another kind, no annotation, or
 // the sidecar and volumes already as they would be made). Its operations
-// touch only the init containers and volumes, by whole element, so they
-// apply to the object exactly as the user or the API server wrote it. A
-// TLS Secret volume left from an injection whose annotation is gone is
-// removed.
+// touch only the init containers and volumes, by whole element, and in
+// cluster mode the pod template's AnnotationClusterConfig, so they apply
+// to the object exactly as the user or the API server wrote it. A TLS
+// or CA Secret volume, or a generated config annotation, left from an
+// injection whose annotation is gone is removed.
 func Patch(raw []byte, o Options, strict bool) ([]jsonpatch.Operation, error) {
 	ok, err := wants(raw, strict)
 	if err != nil || !ok {
@@ -27,7 +30,8 @@ func Patch(raw []byte, o Options, strict bool) ([]jsonpatch.Operation, error) {
 	var obj struct {
 		Spec struct {
 			Template struct {
-				Spec struct {
+				Metadata *templateMeta `json:"metadata"`
+				Spec     struct {
 					InitContainers []json.RawMessage `json:"initContainers"`
 					Volumes        []json.RawMessage `json:"volumes"`
 				} `json:"spec"`
@@ -46,7 +50,7 @@ func Patch(raw []byte, o Options, strict bool) ([]jsonpatch.Operation, error) {
 		return nil, err
 	}
 	pod := "/spec/template/spec"
-	var ops []jsonpatch.Operation
+	ops := config(nil, obj.Spec.Template.Metadata, a)
 	ops, err = ensure(ops, pod+"/initContainers", obj.Spec.Template.Spec.InitContainers, ContainerName, Sidecar(o, a), true)
 	if err != nil {
 		return nil, err
@@ -61,23 +65,28 @@ func Patch(raw []byte, o Options, strict bool) ([]jsonpatch.Operation, error) {
 			return nil, err
 		}
 	}
+	var unasked []string
 	if a.Secret == "" {
-		// After the replaces above, so their indexes still hold.
-		return drop(ops, pod+"/volumes", vols, TLSVolumeName)
+		unasked = append(unasked, TLSVolumeName)
 	}
-	return ops, nil
+	if a.Cluster == nil || a.Cluster.UpstreamCASecret == "" {
+		unasked = append(unasked, UpstreamCAVolumeName)
+	}
+	// After the replaces above, so their indexes still hold.
+	return drop(ops, pod+"/volumes", vols, unasked...)
 }
 
-// drop adds the removal of the element named name from the list at path,
-// if there is one.
-func drop(ops []jsonpatch.Operation, path string, list []json.RawMessage, name string) ([]jsonpatch.Operation, error) {
-	for i, el := range list {
+// drop adds the removal of the elements named names from the list at
+// path, those there are: last first, so each index holds when its
+// removal runs.
+func drop(ops []jsonpatch.Operation, path string, list []json.RawMessage, names ...string) ([]jsonpatch.Operation, error) {
+	for i := len(list) - 1; i >= 0; i-- {
 		var named struct{ Name string }
-		if err := json.Unmarshal(el, &named); err != nil {
+		if err := json.Unmarshal(list[i], &named); err != nil {
 			return nil, err
 		}
-		if named.Name == name {
-			return append(ops, jsonpatch.NewOperation("remove", fmt.Sprintf("%s/%d", path, i), nil)), nil
+		if slices.Contains(names, named.Name) {
+			ops = append(ops, jsonpatch.NewOperation("remove", fmt.Sprintf("%s/%d", path, i), nil))
 		}
 	}
 	return ops, nil
@@ -108,5 +117,44 @@ func ensure[T any](ops []jsonpatch.Operation, path string, list []json.RawMessag
 		return append(ops, jsonpatch.NewOperation("add", path+"/0", want)), nil
 	default:
 		return append(ops, jsonpatch.NewOperation("add", path+"/-", want)), nil
+	}
+}
+
+// templateMeta is the part of a pod template's metadata config reads.
+type templateMeta struct {
+	Annotations map[string]string `json:"annotations"`
+}
+
+// config adds the operations that make the pod template's
+// AnnotationClusterConfig what a asks: the generated kproxy.yaml in
+// cluster mode, absent in broker mode. meta is the template's metadata,
+// nil when it has none.
+func config(ops []jsonpatch.Operation, meta *templateMeta, a Asked) []jsonpatch.Operation {
+	const path = "/spec/template/metadata"
+	var have string
+	var present bool
+	if meta != nil {
+		have, present = meta.Annotations[AnnotationClusterConfig]
+	}
+	key := path + "/annotations/" + strings.ReplaceAll(strings.ReplaceAll(AnnotationClusterConfig, "~", "~0"), "/", "~1")
+	if a.Cluster == nil {
+		switch {
+		case present && len(meta.Annotations) == 1: // ours alone: as before injection
+			return append(ops, jsonpatch.NewOperation("remove", path+"/annotations", nil))
+		case present:
+			return append(ops, jsonpatch.NewOperation("remove", key, nil))
+		}
+		return ops
+	}
+	want := ClusterConfig(a)
+	switch {
+	case present && have == want:
+		return ops
+	case meta == nil:
+		return append(ops, jsonpatch.NewOperation("add", path, map[string]any{"annotations": map[string]string{AnnotationClusterConfig: want}}))
+	case meta.Annotations == nil:
+		return append(ops, jsonpatch.NewOperation("add", path+"/annotations", map[string]string{AnnotationClusterConfig: want}))
+	default: // add replaces a member that is there
+		return append(ops, jsonpatch.NewOperation("add", key, want))
 	}
 }

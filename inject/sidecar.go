@@ -29,17 +29,35 @@ const (
 // Asked is what a workload's annotations ask of its sidecar.
 type Asked struct {
 	Listen   int    // kproxy's client port
-	Upstream int    // the broker's port on 127.0.0.1
+	Upstream int    // the broker's port on 127.0.0.1 (broker mode)
 	Secret   string // the TLS Secret's name; empty: plaintext
+	// Cluster, when set, is the client-pod shape (kproxy.io/mode:
+	// cluster): kproxy listens on 127.0.0.1:Listen in front of the whole
+	// cluster. Nil: the broker-pod shape.
+	Cluster *Cluster
 }
 
 // asked reads the annotations.
 func asked(ann map[string]string) (Asked, error) {
-	listen, upstream, err := ports(ann)
+	m, err := mode(ann)
 	if err != nil {
 		return Asked{}, err
 	}
-	a := Asked{Listen: listen, Upstream: upstream}
+	var a Asked
+	if m == ModeCluster {
+		if a.Listen, err = port(ann, AnnotationListenPort, 9092); err != nil {
+			return Asked{}, err
+		}
+		if a.Cluster, err = cluster(ann, a.Listen); err != nil {
+			return Asked{}, err
+		}
+	} else {
+		listen, upstream, err := ports(ann)
+		if err != nil {
+			return Asked{}, err
+		}
+		a = Asked{Listen: listen, Upstream: upstream}
+	}
 	if name, ok := ann[AnnotationTLSSecret]; ok {
 		if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
 			return Asked{}, fmt.Errorf("annotation %s=%q: want a Secret's name: %s", AnnotationTLSSecret, name, strings.Join(errs, "; "))
@@ -52,7 +70,7 @@ func asked(ann map[string]string) (Asked, error) {
 // Options are what the injector is told rather than the workload.
 type Options struct {
 	Image     string // kproxy's image
-	ConfigMap string // the ConfigMap holding kproxy.yaml
+	ConfigMap string // the ConfigMap holding kproxy.yaml (broker mode; cluster mode's is generated)
 	OTLP      string // OTEL_EXPORTER_OTLP_ENDPOINT for the sidecar; empty leaves tracing off
 }
 
@@ -79,17 +97,13 @@ const (
 // tls.listener (client_ca_file: /etc/kproxy/tls/ca.crt for mTLS).
 const TLSDir = configDir + "/tls"
 
-// ports reads the port annotations.
+// ports reads the port annotations of broker mode.
 func ports(ann map[string]string) (listen, upstream int, err error) {
-	listen, upstream = 9092, 19092
-	for key, p := range map[string]*int{AnnotationListenPort: &listen, AnnotationUpstreamPort: &upstream} {
-		if v, ok := ann[key]; ok {
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 || n > 65535 {
-				return 0, 0, fmt.Errorf("annotation %s=%q: want a port number", key, v)
-			}
-			*p = n
-		}
+	if listen, err = port(ann, AnnotationListenPort, 9092); err != nil {
+		return 0, 0, err
+	}
+	if upstream, err = port(ann, AnnotationUpstreamPort, 19092); err != nil {
+		return 0, 0, err
 	}
 	if listen == upstream || listen == adminPort || upstream == adminPort {
 		return 0, 0, fmt.Errorf("listen port %d, upstream port %d and admin port %d must differ", listen, upstream, adminPort)
@@ -97,9 +111,24 @@ func ports(ann map[string]string) (listen, upstream int, err error) {
 	return listen, upstream, nil
 }
 
+// port reads the port annotation key, def when it is absent.
+func port(ann map[string]string, key string, def int) (int, error) {
+	v, ok := ann[key]
+	if !ok {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > 65535 {
+		return 0, fmt.Errorf("annotation %s=%q: want a port number", key, v)
+	}
+	return n, nil
+}
+
 // Sidecar is kproxy's container: a native sidecar (restartPolicy Always)
 // listening on a.Listen and forwarding to the broker on
-// 127.0.0.1:a.Upstream, with TLS from clients when a.Secret is set.
+// 127.0.0.1:a.Upstream, with TLS from clients when a.Secret is set. In
+// cluster mode it runs with the generated kproxy.yaml alone (plus the TLS
+// flags).
 func Sidecar(o Options, a Asked) corev1.Container {
 	always := corev1.ContainerRestartPolicyAlways
 	yes, no := true, false
@@ -133,10 +162,23 @@ func Sidecar(o Options, a Asked) corev1.Container {
 	listen, upstream := a.Listen, a.Upstream
 	args := []string{"run", "--config", configDir + "/kproxy.yaml",
 		"--listen", fmt.Sprintf("0.0.0.0:%d", listen), "--upstream", fmt.Sprintf("127.0.0.1:%d", upstream)}
+	ports := []corev1.ContainerPort{
+		{Name: "kafka", ContainerPort: int32(listen)},
+		{Name: "kproxy-admin", ContainerPort: adminPort},
+	}
+	if a.Cluster != nil {
+		// Everything is in the generated kproxy.yaml (ClusterConfig); the
+		// Kafka listeners are on loopback, for the pod's own containers.
+		args = args[:3]
+		ports = []corev1.ContainerPort{{Name: "kproxy-admin", ContainerPort: ClusterAdminPort}}
+	}
 	mounts := []corev1.VolumeMount{{Name: VolumeName, MountPath: configDir, ReadOnly: true}}
 	if a.Secret != "" {
 		args = append(args, "--tls-cert", TLSDir+"/tls.crt", "--tls-key", TLSDir+"/tls.key")
 		mounts = append(mounts, corev1.VolumeMount{Name: TLSVolumeName, MountPath: TLSDir, ReadOnly: true})
+	}
+	if a.Cluster != nil && a.Cluster.UpstreamCASecret != "" {
+		mounts = append(mounts, corev1.VolumeMount{Name: UpstreamCAVolumeName, MountPath: UpstreamCADir, ReadOnly: true})
 	}
 	return corev1.Container{
 		Name:            ContainerName,
@@ -144,14 +186,11 @@ func Sidecar(o Options, a Asked) corev1.Container {
 		ImagePullPolicy: corev1.PullIfNotPresent,
 		RestartPolicy:   &always,
 		Args:            args,
-		Ports: []corev1.ContainerPort{
-			{Name: "kafka", ContainerPort: int32(listen)},
-			{Name: "kproxy-admin", ContainerPort: adminPort},
-		},
-		Env:            env,
-		StartupProbe:   startup,
-		LivenessProbe:  liveness,
-		ReadinessProbe: readiness,
+		Ports:           ports,
+		Env:             env,
+		StartupProbe:    startup,
+		LivenessProbe:   liveness,
+		ReadinessProbe:  readiness,
 		Resources: corev1.ResourceRequirements{
 			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m"), corev1.ResourceMemory: resource.MustParse("64Mi")},
 			Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("512Mi")},
@@ -169,14 +208,22 @@ func Sidecar(o Options, a Asked) corev1.Container {
 	}
 }
 
-// Volumes are the pod volumes the sidecar mounts: the ConfigMap and, when
-// asked, the TLS Secret.
+// Volumes are the pod volumes the sidecar mounts: the ConfigMap (in
+// cluster mode, the generated kproxy.yaml from the pod's annotation
+// instead) and, when asked, the TLS Secret and the brokers' CA Secret.
 func Volumes(o Options, a Asked) []corev1.Volume {
 	v := []corev1.Volume{{Name: VolumeName, VolumeSource: corev1.VolumeSource{
 		ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: o.ConfigMap}}}}}
+	if a.Cluster != nil {
+		v[0] = clusterConfigVolume()
+	}
 	if a.Secret != "" {
 		v = append(v, corev1.Volume{Name: TLSVolumeName, VolumeSource: corev1.VolumeSource{
 			Secret: &corev1.SecretVolumeSource{SecretName: a.Secret}}})
+	}
+	if a.Cluster != nil && a.Cluster.UpstreamCASecret != "" {
+		v = append(v, corev1.Volume{Name: UpstreamCAVolumeName, VolumeSource: corev1.VolumeSource{
+			Secret: &corev1.SecretVolumeSource{SecretName: a.Cluster.UpstreamCASecret}}})
 	}
 	return v
 }

@@ -46,7 +46,9 @@ type Selector struct {
 	// topic that no glob there matches.
 	ExceptAPIs   []string `yaml:"except_apis"`
 	ExceptTopics []string `yaml:"except_topics"`
-	// Listener is the proxy.listen address the request arrived on.
+	// Listener is the proxy.listen address the request arrived on; in
+	// cluster mode node ports count as proxy.listen, so a rule cannot be
+	// bypassed through one.
 	Listener string `yaml:"listener"`
 	// Principal is a glob over the identities of the connection's
 	// verified TLS client certificate (tls.listener with client_ca_file):

@@ -26,6 +26,7 @@ func (s *Server) SetCluster(cfg cluster.Config) error {
 	s.topo = cluster.NewTopology(cfg, s.log)
 	s.env.Addresses = cluster.NewFronting(cfg, cfg.Host(s.cfg.Listen), s.topo)
 	s.kick = make(chan struct{}, 1)
+	s.m.topo.Store(s.topo)
 	return nil
 }
 
@@ -76,6 +77,11 @@ func (s *Server) discoverLoop() {
 	for {
 		err := s.discover()
 		s.topo.Discovered(err)
+		result := "ok"
+		if err != nil {
+			result = "error"
+		}
+		s.m.discoveries.WithLabelValues(result).Inc()
 		var timer *time.Timer
 		var wait <-chan time.Time
 		if err != nil {

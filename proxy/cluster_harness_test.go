@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"context"
 	"math/rand/v2"
 	"net"
 	"strconv"
@@ -62,13 +63,23 @@ func startClusterTraced(t testing.TB, brokers int, maxNode int32, kopts []kfake.
 		t.Fatal(err)
 	}
 	t.Cleanup(kc.Close)
+	env := startClusterProxy(t, kc.ListenAddrs()[0], maxNode, tr, nil, opts...)
+	env.kc = kc
+	return env
+}
+
+// startClusterProxy is a cluster-mode kproxy serving node ids 0..maxNode
+// in front of upstream (the cluster's bootstrap, which may be a scripted
+// broker or not listening yet), with setup run before it listens (SetTLS).
+func startClusterProxy(t testing.TB, upstream string, maxNode int32, tr *tracing.Tracer, setup func(*Server), opts ...envOpt) *clusterEnv {
+	t.Helper()
 	// Node ports are a fixed range: try bases below the ephemeral range
 	// until one is free.
 	for try := 0; ; try++ {
 		cfg := cluster.Config{NodePortBase: 20000 + rand.IntN(10000), NodeIDs: cluster.NodeIDRange{Min: 0, Max: maxNode}}
-		env, err := tryProxy(t, kc.ListenAddrs()[0], cfg, tr, opts...)
+		env, err := tryProxy(t, upstream, cfg, tr, setup, opts...)
 		if err == nil {
-			return &clusterEnv{testEnv: env, kc: kc, cfg: cfg, host: "127.0.0.1"}
+			return &clusterEnv{testEnv: env, cfg: cfg, host: "127.0.0.1"}
 		}
 		if try == 20 || !strings.Contains(err.Error(), "address already in use") {
 			t.Fatalf("cluster-mode kproxy: %v", err)
@@ -77,9 +88,12 @@ func startClusterTraced(t testing.TB, brokers int, maxNode int32, kopts []kfake.
 }
 
 // tryProxy is a cluster-mode kproxy, or Listen's error.
-func tryProxy(t testing.TB, upstream string, cfg cluster.Config, tr *tracing.Tracer, opts ...envOpt) (*testEnv, error) {
+func tryProxy(t testing.TB, upstream string, cfg cluster.Config, tr *tracing.Tracer, setup func(*Server), opts ...envOpt) (*testEnv, error) {
 	t.Helper()
 	return listenProxy(t, upstream, tr, func(s *Server) {
+		if setup != nil {
+			setup(s)
+		}
 		if err := s.SetCluster(cfg); err != nil {
 			t.Fatal(err)
 		}
@@ -115,4 +129,67 @@ func (d *dialLog) check(t testing.TB, e *clusterEnv) int {
 		seen[a] = true
 	}
 	return len(seen)
+}
+
+// addrDialer dials TCP for sarama (Net.Proxy.Dialer) and kafka-go
+// (Dialer.DialFunc, Transport.Dial), recording every address it is asked
+// for, so that a test can prove a client dialled only kproxy's listeners.
+type addrDialer struct {
+	mu    sync.Mutex
+	addrs []string
+}
+
+// DialContext records addr and dials it.
+func (d *addrDialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
+	d.mu.Lock()
+	d.addrs = append(d.addrs, addr)
+	d.mu.Unlock()
+	nd := net.Dialer{Timeout: 10 * time.Second}
+	return nd.DialContext(ctx, network, addr)
+}
+
+// Dial is DialContext without a context, as sarama's proxy dialer wants.
+func (d *addrDialer) Dial(network, addr string) (net.Conn, error) {
+	return d.DialContext(context.Background(), network, addr)
+}
+
+// check fails the test for any address that is not kproxy's, and returns
+// the distinct addresses dialled.
+func (d *addrDialer) check(t testing.TB, e *clusterEnv) map[string]bool {
+	t.Helper()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.addrs) == 0 {
+		t.Fatal("client never dialled through the recording dialer")
+	}
+	seen := map[string]bool{}
+	for _, a := range d.addrs {
+		if !e.ours(a) {
+			t.Fatalf("client dialled %s, not a kproxy listener (all: %v)", a, d.addrs)
+		}
+		seen[a] = true
+	}
+	return seen
+}
+
+// spread makes every partition p of topic led by node p%brokers, so that
+// a test's records go through every broker's node port.
+func (e *clusterEnv) spread(t testing.TB, topic string, partitions int32, brokers int) {
+	t.Helper()
+	for p := int32(0); p < partitions; p++ {
+		if err := e.kc.MoveTopicPartition(topic, p, p%int32(brokers)); err != nil {
+			t.Fatalf("move %s/%d to node %d: %v", topic, p, p%int32(brokers), err)
+		}
+	}
+}
+
+// realAddr is the address kproxy learnt for node, failing the test when
+// it learnt none.
+func (e *clusterEnv) realAddr(t testing.TB, node int32) string {
+	t.Helper()
+	a, ok := e.srv.Topology().Addr(node)
+	if !ok {
+		t.Fatalf("kproxy knows no address for node %d", node)
+	}
+	return a
 }

@@ -48,11 +48,16 @@ func TestDrainFinishesInFlight(t *testing.T) {
 
 // A drain that times out closes what is still in flight.
 func TestDrainTimeoutClosesStragglers(t *testing.T) {
-	up := startFakeUpstream(t, func(net.Conn, []byte) {}) // never answers
+	got := make(chan struct{}, 1)
+	up := startFakeUpstream(t, func(net.Conn, []byte) { got <- struct{}{} }) // never answers
 	env := startProxy(t, up.addr())
 	c := dialRaw(t, env.addr)
 	c.Write(apiVersionsV0(1))
-	time.Sleep(100 * time.Millisecond)
+	select { // the request is in flight once the broker has it
+	case <-got:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the request never reached the broker")
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
 	if err := env.srv.Drain(ctx); err == nil {

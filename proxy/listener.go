@@ -23,8 +23,9 @@ type listener struct {
 	s    *Server
 	addr string // as configured
 	node int32  // bootstrapNode, or the node id this port serves
-	// env is what its sessions share: the server's, with this port's
-	// address for rules that match a listener.
+	// env is what its sessions share. Rules that match a listener match
+	// proxy.listen on every port: a node port is the same front, and a
+	// rule written for it must not be bypassed through a node port.
 	env *relay.Env
 	// ln and loop accept on netpoll; sln on Go's net when TLS is on
 	// (the stream driver).
@@ -35,9 +36,7 @@ type listener struct {
 
 // bind opens the port addr for node.
 func (s *Server) bind(addr string, node int32) (*listener, error) {
-	env := *s.env
-	env.Listener = addr
-	l := &listener{s: s, addr: addr, node: node, env: &env}
+	l := &listener{s: s, addr: addr, node: node, env: s.env}
 	if s.tls.on() {
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {

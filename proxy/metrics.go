@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/kproxy/kproxy/cluster"
 	"github.com/kproxy/kproxy/relay"
 )
 
@@ -27,6 +28,11 @@ type Metrics struct {
 	// set by New.
 	budgetUsed atomic.Pointer[atomic.Int64]
 	batches    *prometheus.CounterVec
+	// brokers and discoveries are cluster mode's: the brokers known (from
+	// topo, set by SetCluster) and the discoveries through the bootstrap.
+	brokers     prometheus.GaugeFunc
+	topo        atomic.Pointer[cluster.Topology]
+	discoveries *prometheus.CounterVec
 	// batch[d][w] counts batches of direction d (requests, responses)
 	// relayed where w says (on the poller, in the pool).
 	batch [2][2]prometheus.Counter
@@ -67,8 +73,18 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			}
 			return 0
 		})
+	m.brokers = prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "kproxy_cluster_brokers",
+		Help: "Brokers of the fronted cluster whose address kproxy knows (cluster mode; 0 otherwise)."},
+		func() float64 {
+			if t := m.topo.Load(); t != nil {
+				return float64(t.Nodes())
+			}
+			return 0
+		})
+	m.discoveries = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kproxy_cluster_discoveries_total",
+		Help: "Metadata requests kproxy made itself to the bootstrap to learn the cluster's brokers, by result (ok, error)."}, []string{"result"})
 	for _, c := range []prometheus.Collector{m.open, m.accepted, m.refused, m.dialFailures, m.protocolErrs,
-		m.oversize, m.overflow, m.writeStalls, m.overBudget, m.buffered, m.batches} {
+		m.oversize, m.overflow, m.writeStalls, m.overBudget, m.buffered, m.batches, m.brokers, m.discoveries} {
 		f(c)
 	}
 	for d, dir := range []string{"requests", "responses"} {

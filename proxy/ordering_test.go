@@ -157,7 +157,7 @@ func TestBackpressureAtMaxInFlight(t *testing.T) {
 func TestSaslHandshakeV0RawTokens(t *testing.T) {
 	token := []byte("\x00user\x00secret")
 	var raw bool
-	up := startFakeUpstream(t, func(c net.Conn, f []byte) {
+	up := startRawUpstream(t, func(c net.Conn, f []byte) {
 		switch {
 		case raw:
 			if !bytes.Equal(f[4:], token) {

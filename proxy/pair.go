@@ -41,6 +41,9 @@ type pair struct {
 	// set by runTask while it runs that side's handler on the poller;
 	// upHanded and clientHanded tell it a goroutine now owns the writer.
 	up, cli *rawConn
+	// upOut and cliOut guard every write to a side's netpoll writer made
+	// outside that side's own handler against its close (writeGuard).
+	upOut, cliOut *writeGuard
 	// clientTask and upstreamTask are held while that side's task runs on
 	// the poller. close takes both before closing the connections: netpoll
 	// finishes a close that lands during a task inside the task, and on
@@ -138,7 +141,8 @@ func (l *listener) onConnect(ctx context.Context, client netpoll.Connection) con
 	}
 	client.AddCloseCallback(func(netpoll.Connection) error { p.close(reasonClientClosed, nil); return nil })
 	up.AddCloseCallback(func(netpoll.Connection) error { p.close(reasonUpstreamClosed, nil); return nil })
-	p.up, p.cli = newRawConn(up), newRawConn(client)
+	p.upOut, p.cliOut = guardWrites(up), guardWrites(client)
+	p.up, p.cli = newRawConn(up, p.upOut), newRawConn(client, p.cliOut)
 	if !setUpstreamContext(up, context.WithValue(context.Background(), upstreamKey{}, p)) {
 		upstreamContextOnce.Do(func() {
 			s.log.Warn().Msg("cannot mark upstream connections for netpoll's runner; responses are relayed from the goroutine pool")

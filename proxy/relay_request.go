@@ -101,24 +101,12 @@ func (p *pair) relayRequests(r netpoll.Reader) error {
 func (p *pair) FlushUp(up *relay.Batch) error {
 	p.sess.CountRequests()
 	w := p.upstream.Writer()
-	err := writeBatch(w, up)
+	err := p.upOut.writeBatch(w, up)
 	if err == nil {
 		err = p.flush(w, toUpstream)
 	}
 	if err != nil {
 		return errUpstreamWrite{err}
-	}
-	return nil
-}
-
-// writeBatch copies (or, for large frames, links) a batch into one of
-// netpoll's writers and empties it.
-func writeBatch(w netpoll.Writer, b *relay.Batch) error {
-	defer b.Reset()
-	for _, f := range *b {
-		if _, err := w.WriteBinary(f); err != nil {
-			return err
-		}
 	}
 	return nil
 }
@@ -170,7 +158,7 @@ func (p *pair) flushAnswers() error {
 	defer p.wmu.Unlock()
 	cw := p.client.Writer()
 	p.sess.Answers(&p.cliBatch)
-	err := writeBatch(cw, &p.cliBatch)
+	err := p.cliOut.writeBatch(cw, &p.cliBatch)
 	if err == nil {
 		ur := p.upstream.Reader()
 		if !p.hand(fromUpstream, cw.MallocLen(), ur) {

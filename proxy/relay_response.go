@@ -68,7 +68,7 @@ func (p *pair) relayResponses(r netpoll.Reader) error {
 	err = relayResponseBatch(p.sess, p.s, r, frame, out, func(batched int) { p.pin(fromUpstream, batched) })
 	w := p.client.Writer()
 	if err == nil {
-		if err = writeBatch(w, out); err == nil {
+		if err = p.cliOut.writeBatch(w, out); err == nil {
 			err = p.flush(w, toClient)
 		}
 		if err != nil {

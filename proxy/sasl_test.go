@@ -79,7 +79,7 @@ func TestSaslV0PipelinedRequestsPassRules(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			plain := []byte("\x00alice\x00secret")
 			b := &saslV0Broker{token: plain}
-			up := startFakeUpstream(t, b.handle)
+			up := startRawUpstream(t, b.handle)
 			tr, flush := newTestTracer(t, nil)
 			env := startTracedProxy(t, up.addr(), tr)
 			ps := applyPolicies(t, env, policy.Rule{Name: "no-deletes", Action: policy.ActionReject,

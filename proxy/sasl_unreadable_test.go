@@ -61,7 +61,7 @@ func (b *gssapiBroker) took() []int16 {
 // it went to the broker raw, past the rule refusing DeleteTopics.
 func TestSaslGssapiUnreadableRequestCloses(t *testing.T) {
 	b := &gssapiBroker{}
-	up := startFakeUpstream(t, b.handle)
+	up := startRawUpstream(t, b.handle)
 	env := startProxy(t, up.addr())
 	applyPolicies(t, env, policy.Rule{Name: "no-deletes", Action: policy.ActionReject,
 		Match: policy.Selector{APIs: []string{"DeleteTopics"}}})

@@ -3,10 +3,9 @@
 package proxy
 
 import (
-	"errors"
-	"golang.org/x/sys/unix"
-	"sync"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/cloudwego/netpoll"
 
@@ -22,33 +21,22 @@ const maxIovecs = 512
 type rawConn struct {
 	conn netpoll.Connection
 	fd   int
-	// mu is held (shared) across a raw write and taken by the close
-	// callback before netpoll closes the fd, so a write never reaches an fd
-	// number that has been closed and reused.
-	mu   sync.RWMutex
-	gone bool
+	// out is entered across a raw write: the close waits for it before
+	// netpoll closes the fd, so a write never reaches an fd number that
+	// has been closed and reused.
+	out  *writeGuard
 	iov  relay.Batch // the batch being written; used by the writer's owner
 	vecs []unix.Iovec
 }
 
-var errGone = errors.New("connection closed")
-
-// newRawConn prepares c for raw writes, or returns nil when c has no fd.
-func newRawConn(c netpoll.Connection) *rawConn {
+// newRawConn prepares c, whose writes out guards, for raw writes, or
+// returns nil when c has no fd.
+func newRawConn(c netpoll.Connection, out *writeGuard) *rawConn {
 	fc, ok := c.(interface{ Fd() int })
 	if !ok {
 		return nil
 	}
-	r := &rawConn{conn: c, fd: fc.Fd()}
-	// Close callbacks run newest first, so this one runs before the one
-	// netpoll added when it made the connection, which closes the fd.
-	c.AddCloseCallback(func(netpoll.Connection) error {
-		r.mu.Lock()
-		r.gone = true
-		r.mu.Unlock()
-		return nil
-	})
-	return r
+	return &rawConn{conn: c, fd: fc.Fd(), out: out}
 }
 
 // send writes the batch in r.iov without blocking. It returns true when
@@ -83,13 +71,8 @@ func (r *rawConn) send() (bool, error) {
 	if len(iov) == 0 {
 		return true, nil
 	}
-	w := r.conn.Writer()
-	for _, b := range iov {
-		buf, err := w.Malloc(len(b))
-		if err != nil {
-			return false, err
-		}
-		copy(buf, b)
+	if err := r.out.copyIn(r.conn.Writer(), iov); err != nil {
+		return false, err
 	}
 	return false, nil
 }
@@ -112,11 +95,10 @@ func (r *rawConn) sendmsg(chunk [][]byte) (n, want int, err error) {
 	var msg unix.Msghdr
 	msg.Iov = &r.vecs[0]
 	msg.SetIovlen(len(r.vecs))
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	if r.gone {
+	if !r.out.enter() {
 		return 0, want, errGone
 	}
+	defer r.out.leave()
 	for {
 		sent, _, errno := unix.RawSyscall(unix.SYS_SENDMSG, uintptr(r.fd), uintptr(unsafe.Pointer(&msg)), unix.MSG_NOSIGNAL)
 		switch errno {
@@ -138,11 +120,10 @@ func (r *rawConn) acked() (uint64, bool) {
 	if r == nil {
 		return 0, false
 	}
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	if r.gone {
+	if !r.out.enter() {
 		return 0, false
 	}
+	defer r.out.leave()
 	info, err := unix.GetsockoptTCPInfo(r.fd, unix.IPPROTO_TCP, unix.TCP_INFO)
 	if err != nil {
 		return 0, false

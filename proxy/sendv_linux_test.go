@@ -33,7 +33,7 @@ func TestRawSendHandsTheRestToTheWriter(t *testing.T) {
 	defer conn.Close()
 	peer := <-accepted
 	defer peer.Close()
-	r := newRawConn(conn)
+	r := newRawConn(conn, guardWrites(conn))
 	if r == nil {
 		t.Fatal("no fd")
 	}
@@ -86,7 +86,7 @@ func TestRawSendAfterCloseFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := newRawConn(conn)
+	r := newRawConn(conn, guardWrites(conn))
 	conn.Close()
 	r.iov = append(r.iov, []byte("late"))
 	if _, err := r.send(); err != errGone {

@@ -12,7 +12,7 @@ import (
 // batch goes through netpoll's writer in the goroutine pool.
 type rawConn struct{ iov relay.Batch }
 
-func newRawConn(netpoll.Connection) *rawConn { return nil }
+func newRawConn(netpoll.Connection, *writeGuard) *rawConn { return nil }
 
 func (*rawConn) send() (bool, error) { panic("raw sends are Linux only") }
 

@@ -28,5 +28,11 @@ func validate(args []string) error {
 		return fmt.Errorf("%s: %w", o.config, err)
 	}
 	fmt.Printf("%s: ok\n", o.config)
+	if c := f.Cluster; c.On() {
+		first, _ := c.Port(c.NodeIDs.Min)
+		last, _ := c.Port(c.NodeIDs.Max)
+		fmt.Printf("cluster mode: bootstrap %s for %s; node ids %d-%d on ports %d-%d, advertised as %s\n",
+			f.Proxy.Listen, f.Proxy.Upstream, c.NodeIDs.Min, c.NodeIDs.Max, first, last, c.Host(f.Proxy.Listen))
+	}
 	return nil
 }

@@ -51,3 +51,21 @@ func TestValidateNeedsConfig(t *testing.T) {
 		t.Errorf("exit %d, stderr %q", r.code, r.stderr)
 	}
 }
+
+// TestValidateCluster checks the cluster section is checked against the
+// other ports, and a good one is summed up for the operator.
+func TestValidateCluster(t *testing.T) {
+	dir := t.TempDir()
+	good := dir + "/good.yaml"
+	writeFile(t, good, "proxy:\n  upstream: kafka:9092\ncluster:\n  node_port_base: 9100\n  node_ids: {min: 1, max: 3}\n")
+	r := kproxy(t, 10*time.Second, "validate", "--config", good)
+	if r.code != 0 || !strings.Contains(r.stdout, "node ids 1-3 on ports 9100-9102, advertised as 127.0.0.1") {
+		t.Errorf("exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	bad := dir + "/bad.yaml"
+	writeFile(t, bad, "proxy:\n  upstream: kafka:9092\nadmin:\n  listen: 127.0.0.1:9101\ncluster:\n  node_port_base: 9100\n")
+	r = kproxy(t, 10*time.Second, "validate", "--config", bad)
+	if r.code == 0 || !strings.Contains(r.stderr, bad+":6: cluster.node_port_base: node ports 9100-9199 include admin.listen's port 9101") {
+		t.Errorf("exit %d, stderr %q", r.code, r.stderr)
+	}
+}

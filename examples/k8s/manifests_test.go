@@ -268,11 +268,14 @@ func TestManifestsDecodeStrictly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tls, err := filepath.Glob("tls/*.yaml")
-	if err != nil {
-		t.Fatal(err)
+	for _, dir := range []string{"tls", clientPodDir} {
+		more, err := filepath.Glob(dir + "/*.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, more...)
 	}
-	for _, f := range append(files, tls...) {
+	for _, f := range files {
 		if b := filepath.Base(f); b == "kustomization.yaml" || b == "kproxy.yaml" {
 			continue // not Kubernetes objects; checked below
 		}
@@ -282,6 +285,7 @@ func TestManifestsDecodeStrictly(t *testing.T) {
 	}
 	load(t)
 	load(t, "tls")
+	loadClientPod(t)
 }
 
 // The sidecar is wired to kproxy's own configuration: its ports, probes,

@@ -1,6 +1,7 @@
 // Command kproxy-inject adds kproxy as a native sidecar to the Deployments
-// and StatefulSets of a manifest that carry kproxy.io/inject: "true", or
-// serves the same as a mutating admission webhook. Documents it changes are
+// and StatefulSets of a manifest that carry kproxy.io/inject: "true" (in a
+// broker's pod, or with kproxy.io/mode: cluster in a client's pod in front
+// of a whole cluster), or serves the same as a mutating admission webhook. Documents it changes are
 // rewritten from their decoded form (their comments and key order are
 // lost); every other document is copied byte for byte.
 package main
@@ -23,7 +24,7 @@ func main() {
 	cert := flag.String("tls-cert", "", "with --serve: the serving certificate (PEM)")
 	key := flag.String("tls-key", "", "with --serve: its key (PEM)")
 	flag.StringVar(&d.Image, "image", d.Image, "kproxy's container image")
-	flag.StringVar(&d.ConfigMap, "config-map", d.ConfigMap, "ConfigMap holding kproxy.yaml")
+	flag.StringVar(&d.ConfigMap, "config-map", d.ConfigMap, "ConfigMap holding kproxy.yaml (broker mode; in cluster mode the injector writes kproxy.yaml from the annotations)")
 	flag.StringVar(&d.OTLP, "otlp-endpoint", d.OTLP, "OTEL_EXPORTER_OTLP_ENDPOINT for the sidecar (empty: tracing off)")
 	flag.Parse()
 	if err := run(*file, *serve, *cert, *key, d, os.Stdin, os.Stdout); err != nil {
