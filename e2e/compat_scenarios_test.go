@@ -17,6 +17,8 @@ type scenario struct {
 	core  bool // also run against the older brokers
 	sasl  string
 	tls   string // "tls" or "mtls": a TLS cell (compat_tls_test.go)
+	// cluster cells run on the three-node cluster (compat_cluster_test.go).
+	cluster bool
 	// apis must each have passed through kproxy during the proxied run:
 	// proof that the client did the scenario's work through kproxy.
 	apis []string
@@ -52,6 +54,7 @@ var compatScenarios = []scenario{
 	{name: "sasl-scram512", sasl: "SCRAM-SHA-512", apis: []string{"SaslHandshake", "SaslAuthenticate", "Produce", "Fetch"}, needs: []kclients.Feature{kclients.SASLScram}, core: true, run: func(c *cell) error { return c.roundTrip("SCRAM-SHA-512", "none", "all") }},
 	{name: "tls", tls: "tls", core: true, apis: []string{"Produce", "Fetch", "JoinGroup"}, run: func(c *cell) error { return c.roundTrip("", "none", "all") }},
 	{name: "mtls", tls: "mtls", apis: []string{"Produce", "Fetch", "JoinGroup"}, run: func(c *cell) error { return c.roundTrip("", "none", "all") }},
+	{name: "cluster", cluster: true, apis: []string{"Metadata", "Produce", "Fetch", "FindCoordinator", "JoinGroup"}, run: func(c *cell) error { return c.roundTrip("", "none", "all") }},
 	{name: "admin", apis: []string{"CreateTopics", "DeleteTopics"}, needs: []kclients.Feature{kclients.Admin}, core: true, run: (*cell).admin},
 	{name: "perf-tools", apis: []string{"Produce", "Fetch"}, needs: []kclients.Feature{kclients.PerfTools}, run: (*cell).perf},
 }
@@ -141,24 +144,32 @@ func check(want []kclients.Record, got []kclients.Delivered, once bool, forbidde
 // roundTrip produces the cell's records with compression and acks, then
 // consumes them by group: each must arrive once, byte-equal.
 func (c *cell) roundTrip(sasl, compression, acks string) error {
-	c.env.kafka.CreateTopic(c.t, c.topic, compatParts)
+	host := c.createTopic()
 	want := records(c.topic, compatRecords)
 	ctx, cancel := c.ctx()
 	defer cancel()
-	po := kclients.ProduceOpts{Conn: c.conn(sasl), Topic: c.topic, Acks: acks, Compression: compression}
-	if err := c.driver.Produce(ctx, po, want); err != nil {
-		return fmt.Errorf("produce: %w", err)
-	}
-	got, err := c.driver.Consume(ctx, kclients.ConsumeOpts{Conn: c.conn(sasl), Topic: c.topic, Group: c.topic,
-		Count: len(want), Timeout: compatTimeout, Protocol: "classic", Members: 1})
+	var got []kclients.Delivered
+	err := c.watched(func() error {
+		po := kclients.ProduceOpts{Conn: c.conn(sasl), Topic: c.topic, Acks: acks, Compression: compression}
+		if err := c.driver.Produce(ctx, po, want); err != nil {
+			return fmt.Errorf("produce: %w", err)
+		}
+		var err error
+		got, err = c.driver.Consume(ctx, kclients.ConsumeOpts{Conn: c.conn(sasl), Topic: c.topic, Group: c.topic,
+			Count: len(want), Timeout: compatTimeout, Protocol: "classic", Members: 1})
+		if err != nil {
+			return fmt.Errorf("consume: %w", err)
+		}
+		return nil
+	})
 	if err != nil {
-		return fmt.Errorf("consume: %w", err)
+		return err
 	}
 	sum, err := check(want, got, true, nil)
 	if err != nil {
 		return err
 	}
-	codecs := c.env.kafka.Codecs(c.t, c.topic)
+	codecs := host.Codecs(c.t, c.topic)
 	if w := codecIDs[compression]; codecs[w] == 0 || len(codecs) != 1 {
 		return fmt.Errorf("batches in the log by codec %v, want only codec %d (%s)", codecs, w, compression)
 	}

@@ -40,6 +40,9 @@ func TestCompat(t *testing.T) {
 				sasl:  harness.StartKproxy(t, "kproxy-sasl", k.ProxySASLAddr, k.ProxiedSASL),
 				tls:   startTLSKproxies(t, k),
 			}
+			if i == 0 { // the cluster column runs on the newest broker only
+				env.cluster = startClusterFixture(t, v)
+			}
 			t.Run("tls-refusals", env.tls.requireRefusals)
 			for _, e := range driverEntries {
 				t.Run(e.id, func(t *testing.T) {
@@ -81,11 +84,13 @@ func TestCompat(t *testing.T) {
 }
 
 // compatEnv is one broker with its kproxies: PLAINTEXT, SASL, and the
-// four of the TLS cells.
+// four of the TLS cells; with the newest broker, also the three-node
+// cluster of the cluster cells and its cluster-mode kproxy.
 type compatEnv struct {
 	kafka       *harness.Kafka
 	plain, sasl *harness.Kproxy
 	tls         *tlsKproxies
+	cluster     *clusterFixture // nil but for the newest broker
 }
 
 // path is a way to reach the broker.
@@ -103,6 +108,8 @@ var paths = []path{{name: "direct"}, {name: "kproxy", proxied: true}}
 // kproxy is the kproxy a proxied run of s on p goes through.
 func (e *compatEnv) kproxy(s scenario, p path) *harness.Kproxy {
 	switch {
+	case s.cluster:
+		return e.cluster.kproxy.Kproxy
 	case s.tls != "":
 		return e.tls.of(s.tls, p.term)
 	case s.sasl != "":
@@ -126,7 +133,7 @@ func (e *compatEnv) runCell(t *testing.T, d kclients.Driver, s scenario) error {
 		for i, api := range s.apis {
 			before[i] = kp.Metric(t, requestsOf(api))
 		}
-		c := &cell{t: t, env: e, driver: d, path: p, tls: s.tls, topic: slug(fmt.Sprintf("%s-%s-%s", d.Name(), s.name, p.name))}
+		c := &cell{t: t, env: e, driver: d, path: p, tls: s.tls, cluster: s.cluster, topic: slug(fmt.Sprintf("%s-%s-%s", d.Name(), s.name, p.name))}
 		if err := s.run(c); err != nil {
 			return fmt.Errorf("%s: %w", p.name, err)
 		}
@@ -153,7 +160,11 @@ func requestsOf(api string) string { return `kproxy_requests_total{api="` + api 
 
 // kproxies are every kproxy of the environment.
 func (e *compatEnv) kproxies() []*harness.Kproxy {
-	return append([]*harness.Kproxy{e.plain, e.sasl}, e.tls.all()...)
+	kps := append([]*harness.Kproxy{e.plain, e.sasl}, e.tls.all()...)
+	if e.cluster != nil {
+		kps = append(kps, e.cluster.kproxy.Kproxy)
+	}
+	return kps
 }
 
 func (e *compatEnv) connections(t *testing.T) float64 {
@@ -186,12 +197,13 @@ func (e *compatEnv) requireNoOpenConnections(t *testing.T) {
 
 // cell is one scenario run by one driver over one path.
 type cell struct {
-	t      *testing.T
-	env    *compatEnv
-	driver kclients.Driver
-	path   path
-	tls    string // the scenario's: "", "tls" or "mtls"
-	topic  string
+	t       *testing.T
+	env     *compatEnv
+	driver  kclients.Driver
+	path    path
+	tls     string // the scenario's: "", "tls" or "mtls"
+	cluster bool   // a cluster cell: on e.cluster
+	topic   string
 }
 
 // conn is how the driver reaches the broker on this path, with sasl ("",
@@ -200,6 +212,9 @@ func (c *cell) conn(sasl string) kclients.Conn {
 	k := c.env.kafka
 	if c.tls != "" {
 		return c.tlsConn()
+	}
+	if c.cluster {
+		return kclients.Conn{Bootstrap: c.env.cluster.bootstrap(c.path)}
 	}
 	switch {
 	case sasl == "" && c.path.proxied:

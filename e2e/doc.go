@@ -12,7 +12,10 @@
 // ends.
 //
 // TestCompat is the compatibility matrix (client × scenario × broker,
-// written to COMPAT.md), the fault tests restart kproxy and the broker
-// under a producer and drop clients mid-request, and TestSpansReachJaeger
+// written to COMPAT.md; its cluster column runs on a three-node cluster
+// behind a kproxy in cluster mode), the fault tests restart kproxy and
+// the broker under a producer and drop clients mid-request,
+// TestClusterBrokerRestart stops and starts a broker of the cluster under
+// a producer behind kproxy in cluster mode, and TestSpansReachJaeger
 // follows kproxy's spans into Jaeger.
 package e2e

@@ -192,7 +192,7 @@ func TestIdempotentProducerSurvivesRestarts(t *testing.T) {
 
 	// Read everything back on the DIRECT listener, no group, up to the
 	// high watermarks.
-	counts := readAllKeys(t, k, topic, n)
+	counts := readAllKeys(t, k.Admin(t), topic, n, kgo.SeedBrokers(k.Direct))
 	var missing, dups, unacked []string
 	inTopic := 0
 	for i := range n {
@@ -282,14 +282,14 @@ func logAckGaps(t *testing.T, began time.Time, ackAt []int64, faults []fault) {
 	}
 }
 
-// readAllKeys consumes topic on the DIRECT listener from the start to the
-// high watermarks and counts each key written by faultKey (index -1
-// counts foreign keys).
-func readAllKeys(t *testing.T, k *harness.Kafka, topic string, n int) map[int]int {
+// readAllKeys consumes topic with a client made of opts (its seeds and
+// dialer) from the start to the high watermarks that adm lists, and counts
+// each key written by faultKey (index -1 counts foreign keys).
+func readAllKeys(t *testing.T, adm *kadm.Client, topic string, n int, opts ...kgo.Opt) map[int]int {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	ends, err := k.Admin(t).ListEndOffsets(ctx, topic)
+	ends, err := adm.ListEndOffsets(ctx, topic)
 	if err != nil {
 		t.Fatalf("listing end offsets: %v", err)
 	}
@@ -308,8 +308,7 @@ func readAllKeys(t *testing.T, k *harness.Kafka, topic string, n int) map[int]in
 	if len(want) == 0 {
 		return counts
 	}
-	cons, err := kgo.NewClient(kgo.SeedBrokers(k.Direct),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: start}))
+	cons, err := kgo.NewClient(append(opts, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: start}))...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,3 +41,26 @@ func (d *Dials) RequireOnly(t testing.TB, addr string) {
 		}
 	}
 }
+
+// RequireAmong fails the test unless every dial went to one of addrs,
+// and there was at least one.
+func (d *Dials) RequireAmong(t testing.TB, addrs []string) {
+	t.Helper()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.addrs) == 0 {
+		t.Fatalf("the client dialled nothing")
+	}
+	for _, a := range d.addrs {
+		if !slices.Contains(addrs, a) {
+			t.Fatalf("the client dialled %s, not one of kproxy's %v (all dials: %v): traffic bypassed kproxy", a, addrs, slices.Compact(slices.Sorted(slices.Values(d.addrs))))
+		}
+	}
+}
+
+// Addrs are the distinct addresses dialled, sorted.
+func (d *Dials) Addrs() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Compact(slices.Sorted(slices.Values(d.addrs)))
+}

@@ -11,6 +11,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	mathrand "math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -204,4 +205,51 @@ func waitHTTP(p *Proc, url string, timeout time.Duration) error {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// FreePortRange returns n consecutive TCP ports that were free on
+// 127.0.0.1 a moment ago and that FreePorts has not handed out, for a
+// process that binds a block (kproxy's node ports). The block is picked
+// below the kernel's ephemeral range (32768 up on Linux), where the
+// outgoing connections of the tests take no port.
+func FreePortRange(t testing.TB, n int) int {
+	t.Helper()
+	const low, high = 20000, 32000
+	for attempt := 0; attempt < 200; attempt++ {
+		base := low + mathrand.IntN(high-low-n)
+		if ok := claimRange(base, n); ok {
+			return base
+		}
+	}
+	t.Fatalf("found no %d consecutive free ports between %d and %d", n, low, high)
+	return 0
+}
+
+// claimRange binds base..base+n-1 to check they are free and, when all
+// are, records them as handed out.
+func claimRange(base, n int) bool {
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	for p := base; p < base+n; p++ {
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", p))
+		if err != nil {
+			return false
+		}
+		ls = append(ls, l)
+	}
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	for p := base; p < base+n; p++ {
+		if handedOut.ports[p] {
+			return false
+		}
+	}
+	for p := base; p < base+n; p++ {
+		handedOut.ports[p] = true
+	}
+	return true
 }

@@ -98,7 +98,37 @@ type Kafka struct {
 // ports for its listeners and for the kproxy addresses it advertises, and
 // a new test PKI for its SSL listeners.
 // It returns once the broker answers Metadata on its DIRECT listener.
+// A port taken by another process between FreePorts and the broker's
+// bind (an outgoing connection can take any port of the ephemeral range)
+// costs a retry with new ports, not the test.
 func StartKafka(t testing.TB, version string) *Kafka {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		k, err := startKafka(t, version)
+		if err == nil {
+			return k
+		}
+		if attempt == 3 || !portTaken(k.Proc) {
+			t.Fatal(err)
+		}
+		t.Logf("Kafka %s lost a port race (attempt %d); retrying with new ports", version, attempt)
+	}
+}
+
+// portTaken says whether p exited because a port it binds was taken.
+func portTaken(p *Proc) bool {
+	if p == nil {
+		return false
+	}
+	select {
+	case <-p.Exited():
+		return strings.Contains(p.Output(), "Address already in use")
+	default:
+		return false
+	}
+}
+
+func startKafka(t testing.TB, version string) (*Kafka, error) {
 	t.Helper()
 	p := FreePorts(t, 7+kafkaTLSPorts)
 	k := &Kafka{
@@ -133,20 +163,20 @@ func StartKafka(t testing.TB, version string) *Kafka {
 	if out, err := format.CombinedOutput(); err != nil {
 		t.Fatalf("formatting Kafka %s storage: %v\n%s", version, err, out)
 	}
-	k.start(t)
-	return k
+	return k, k.start(t)
 }
 
-func (k *Kafka) start(t testing.TB) {
+func (k *Kafka) start(t testing.TB) error {
 	t.Helper()
 	start := time.Now()
 	args := append(k.jvmArgs(), "-Xms256m", "-Xmx768m", "kafka.Kafka", filepath.Join(k.dir, "server.properties"))
 	k.Proc = Start(t, "kafka-"+k.Version, Java(t), args, Env(), k.dir)
 	if err := k.waitReady(90 * time.Second); err != nil {
-		t.Fatalf("Kafka %s did not come up: %v\n%s", k.Version, err, k.Tail(40))
+		return fmt.Errorf("Kafka %s did not come up: %v\n%s", k.Version, err, k.Tail(40))
 	}
 	t.Logf("Kafka %s ready in %v (direct %s, proxied %s → kproxy %s, sasl %s → kproxy %s)",
 		k.Version, time.Since(start).Round(time.Millisecond), k.Direct, k.Proxied, k.ProxyAddr, k.ProxiedSASL, k.ProxySASLAddr)
+	return nil
 }
 
 // Restart stops the broker with SIGTERM (a controlled shutdown) and starts
@@ -156,7 +186,9 @@ func (k *Kafka) Restart(t testing.TB) {
 	if err := k.Stop(syscall.SIGTERM, 60*time.Second); err != nil {
 		t.Logf("Kafka %s exit after SIGTERM: %v", k.Version, err)
 	}
-	k.start(t)
+	if err := k.start(t); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // waitReady polls Metadata on the DIRECT listener until the broker lists
@@ -214,10 +246,22 @@ func (k *Kafka) Admin(t testing.TB) *kadm.Client {
 // acks=0 producer would lose records sent in between without a sign.
 func (k *Kafka) CreateTopic(t testing.TB, topic string, partitions int32) {
 	t.Helper()
+	createTopic(t, []string{k.Direct}, topic, partitions, 1)
+}
+
+// createTopic creates topic through seeds with a client of its own,
+// closed before it returns, and waits until every partition is served.
+func createTopic(t testing.TB, seeds []string, topic string, partitions int32, replicationFactor int16) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	adm := k.Admin(t)
-	resp, err := adm.CreateTopic(ctx, partitions, 1, nil, topic)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	resp, err := adm.CreateTopic(ctx, partitions, replicationFactor, nil, topic)
 	if err == nil {
 		err = resp.Err
 	}
@@ -350,9 +394,19 @@ func (k *Kafka) WaitGroupMembers(ctx context.Context, group string, n int) error
 // EndOffsets is the sum of the high watermarks of topic's partitions.
 func (k *Kafka) EndOffsets(t testing.TB, topic string) int64 {
 	t.Helper()
+	return endOffsets(t, []string{k.Direct}, topic)
+}
+
+func endOffsets(t testing.TB, seeds []string, topic string) int64 {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	offs, err := k.Admin(t).ListEndOffsets(ctx, topic)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seeds...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	offs, err := kadm.NewClient(cl).ListEndOffsets(ctx, topic)
 	if err == nil {
 		err = offs.Error()
 	}

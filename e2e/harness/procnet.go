@@ -126,3 +126,110 @@ func parseProcAddr(s string) (netip.AddrPort, error) {
 	ip, _ := netip.AddrFromSlice(raw)
 	return netip.AddrPortFrom(ip, uint16(port)), nil
 }
+
+// TreeConnection is an ESTABLISHED TCP connection held by a process.
+type TreeConnection struct {
+	Pid           int
+	Local, Remote netip.AddrPort
+}
+
+func (c TreeConnection) String() string {
+	return fmt.Sprintf("pid %d %s->%s", c.Pid, c.Local, c.Remote)
+}
+
+// EstablishedFromTree lists the ESTABLISHED TCP connections to any of
+// remotes ("ip:port") held by process root and its descendants, leaving
+// out the processes in skip and their descendants. A client library run
+// in a child process (and whatever that starts) is seen as well as one
+// in root itself; the brokers and kproxies that root started are skipped.
+func EstablishedFromTree(root int, skip []int, remotes []string) ([]TreeConnection, error) {
+	want := make(map[netip.AddrPort]bool, len(remotes))
+	for _, r := range remotes {
+		ap, err := netip.ParseAddrPort(r)
+		if err != nil {
+			return nil, err
+		}
+		want[ap] = true
+	}
+	pids, err := processTree(root, skip)
+	if err != nil {
+		return nil, err
+	}
+	owner := map[string]int{} // socket inode → pid
+	for _, pid := range pids {
+		inodes, err := socketInodes(pid)
+		if err != nil {
+			continue // exited since the tree was read
+		}
+		for ino := range inodes {
+			owner[ino] = pid
+		}
+	}
+	var found []TreeConnection
+	for _, file := range []string{"tcp", "tcp6"} {
+		conns, err := readProcTCP(filepath.Join("/proc", strconv.Itoa(root), "net", file))
+		if err != nil {
+			if os.IsNotExist(err) && file == "tcp6" {
+				continue
+			}
+			return nil, err
+		}
+		for _, c := range conns {
+			pid, ok := owner[c.inode]
+			if c.state != tcpEstablished || !ok {
+				continue
+			}
+			remote := netip.AddrPortFrom(c.remote.Addr().Unmap(), c.remote.Port())
+			if want[remote] {
+				local := netip.AddrPortFrom(c.local.Addr().Unmap(), c.local.Port())
+				found = append(found, TreeConnection{Pid: pid, Local: local, Remote: remote})
+			}
+		}
+	}
+	return found, nil
+}
+
+// processTree is root and its descendants, without skip and theirs, from
+// the parent ids in /proc/<pid>/stat.
+func processTree(root int, skip []int) ([]int, error) {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	children := map[int][]int{}
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue // exited
+		}
+		// "pid (comm) state ppid ...": comm may hold spaces and parentheses.
+		s := string(b)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if len(f) < 2 {
+			continue
+		}
+		if ppid, err := strconv.Atoi(f[1]); err == nil {
+			children[ppid] = append(children[ppid], pid)
+		}
+	}
+	skipped := map[int]bool{}
+	for _, p := range skip {
+		skipped[p] = true
+	}
+	var tree []int
+	queue := []int{root}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		if skipped[p] {
+			continue
+		}
+		tree = append(tree, p)
+		queue = append(queue, children[p]...)
+	}
+	return tree, nil
+}
