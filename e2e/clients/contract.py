@@ -59,6 +59,7 @@ def parser(doc, handlers):
     s.add_argument("--idempotent", action="store_true")
     s.add_argument("--transactional-id")
     s.add_argument("--aborted")
+    s.add_argument("--pace-ms", type=int, default=0)
     s = cmd("consume")
     s.add_argument("--topic", required=True)
     s.add_argument("--group", required=True)

@@ -152,7 +152,7 @@ func (d Confluent) Produce(ctx context.Context, o ProduceOpts, recs []Record) (e
 		return errors.Join(errs...)
 	}
 	if o.TransactionalID == "" {
-		if err := confluentSend(ctx, p, o.Topic, recs); err != nil {
+		if err := confluentSend(ctx, p, o.Topic, recs, o.Pace); err != nil {
 			return errors.Join(err, fatal())
 		}
 		return fatal()
@@ -163,7 +163,7 @@ func (d Confluent) Produce(ctx context.Context, o ProduceOpts, recs []Record) (e
 	if err := p.BeginTransaction(); err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
-	if err := confluentSend(ctx, p, o.Topic, o.Aborted); err != nil {
+	if err := confluentSend(ctx, p, o.Topic, o.Aborted, 0); err != nil {
 		return fmt.Errorf("aborted transaction: %w", err)
 	}
 	if err := p.AbortTransaction(ctx); err != nil {
@@ -172,7 +172,7 @@ func (d Confluent) Produce(ctx context.Context, o ProduceOpts, recs []Record) (e
 	if err := p.BeginTransaction(); err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
-	if err := confluentSend(ctx, p, o.Topic, recs); err != nil {
+	if err := confluentSend(ctx, p, o.Topic, recs, 0); err != nil {
 		return err
 	}
 	if err := p.CommitTransaction(ctx); err != nil {
@@ -182,9 +182,12 @@ func (d Confluent) Produce(ctx context.Context, o ProduceOpts, recs []Record) (e
 }
 
 // confluentSend produces recs and waits for each one's delivery report.
-func confluentSend(ctx context.Context, p *kafka.Producer, topic string, recs []Record) error {
+func confluentSend(ctx context.Context, p *kafka.Producer, topic string, recs []Record, pace time.Duration) error {
 	reports := make(chan kafka.Event, len(recs))
-	for _, r := range recs {
+	for i, r := range recs {
+		if err := pause(ctx, pace, i); err != nil {
+			return err
+		}
 		m := &kafka.Message{TopicPartition: kafka.TopicPartition{Topic: &topic, Partition: kafka.PartitionAny},
 			Key: []byte(r.Key), Value: []byte(r.Value)}
 		for {

@@ -63,6 +63,11 @@ type ProduceOpts struct {
 	// in a transaction it commits.
 	TransactionalID string
 	Aborted         []Record
+	// Pace, when set, is the wait before each record but the first: the
+	// records then go out one by one over len(recs) × Pace on the same
+	// connections, so a producer stays connected and busy for that long
+	// (the sasl-origination cells, across several re-authentications).
+	Pace time.Duration
 }
 
 // ConsumeOpts describes one consume run by consumer group, from the
@@ -90,6 +95,22 @@ type AdminOpts struct {
 	Conn
 	Topic      string
 	Partitions int
+}
+
+// pause waits pace before record i (none before the first, none when
+// pace is 0), or until ctx ends.
+func pause(ctx context.Context, pace time.Duration, i int) error {
+	if pace <= 0 || i == 0 {
+		return nil
+	}
+	t := time.NewTimer(pace)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 // Feature is something a scenario needs from a client library.

@@ -86,26 +86,30 @@ func (d Franz) Produce(ctx context.Context, o ProduceOpts, recs []Record) error 
 		}
 		return franzTxn(ctx, cl, recs, kgo.TryCommit)
 	}
-	return franzProduce(ctx, cl, recs)
+	return franzProduce(ctx, cl, recs, o.Pace)
 }
 
 func franzTxn(ctx context.Context, cl *kgo.Client, recs []Record, end kgo.TransactionEndTry) error {
 	if err := cl.BeginTransaction(); err != nil {
 		return err
 	}
-	if err := franzProduce(ctx, cl, recs); err != nil {
+	if err := franzProduce(ctx, cl, recs, 0); err != nil {
 		return err
 	}
 	return cl.EndTransaction(ctx, end)
 }
 
-func franzProduce(ctx context.Context, cl *kgo.Client, recs []Record) error {
+func franzProduce(ctx context.Context, cl *kgo.Client, recs []Record, pace time.Duration) error {
 	var (
 		wg    sync.WaitGroup
 		mu    sync.Mutex
 		first error
 	)
-	for _, r := range recs {
+	for i, r := range recs {
+		if err := pause(ctx, pace, i); err != nil {
+			wg.Wait()
+			return err
+		}
 		wg.Add(1)
 		cl.Produce(ctx, &kgo.Record{Key: []byte(r.Key), Value: []byte(r.Value)}, func(_ *kgo.Record, err error) {
 			if err != nil {

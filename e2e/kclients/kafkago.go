@@ -98,7 +98,20 @@ func (d KafkaGo) Produce(ctx context.Context, o ProduceOpts, recs []Record) erro
 	for i, r := range recs {
 		msgs[i] = kafka.Message{Key: []byte(r.Key), Value: []byte(r.Value)}
 	}
-	err = w.WriteMessages(ctx, msgs...)
+	if o.Pace > 0 {
+		// One record per write: WriteMessages returns once its records
+		// are acknowledged, so the Writer keeps its connection busy.
+		for i := range msgs {
+			if err = pause(ctx, o.Pace, i); err == nil {
+				err = w.WriteMessages(ctx, msgs[i])
+			}
+			if err != nil {
+				break
+			}
+		}
+	} else {
+		err = w.WriteMessages(ctx, msgs...)
+	}
 	if cerr := w.Close(); err == nil {
 		err = cerr
 	}

@@ -58,6 +58,9 @@ func (p *Process) Produce(ctx context.Context, o ProduceOpts, recs []Record) err
 	if o.Idempotent {
 		args = append(args, "--idempotent")
 	}
+	if o.Pace > 0 {
+		args = append(args, "--pace-ms", strconv.FormatInt(o.Pace.Milliseconds(), 10))
+	}
 	if o.TransactionalID != "" {
 		ab, err := p.writeRecords("aborted", o.Aborted)
 		if err != nil {

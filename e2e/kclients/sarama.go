@@ -122,7 +122,7 @@ func (d Sarama) Produce(ctx context.Context, o ProduceOpts, recs []Record) error
 	}
 	defer p.Close()
 	if o.TransactionalID == "" {
-		return saramaSend(ctx, p, o.Topic, recs)
+		return saramaSend(ctx, p, o.Topic, recs, o.Pace)
 	}
 	if err := saramaTxn(ctx, p, o.Topic, o.Aborted, p.AbortTxn); err != nil {
 		return fmt.Errorf("aborted transaction: %w", err)
@@ -134,14 +134,14 @@ func saramaTxn(ctx context.Context, p sarama.AsyncProducer, topic string, recs [
 	if err := p.BeginTxn(); err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
-	if err := saramaSend(ctx, p, topic, recs); err != nil {
+	if err := saramaSend(ctx, p, topic, recs, 0); err != nil {
 		return err
 	}
 	return end()
 }
 
 // saramaSend sends recs and waits for each one's success or error.
-func saramaSend(ctx context.Context, p sarama.AsyncProducer, topic string, recs []Record) error {
+func saramaSend(ctx context.Context, p sarama.AsyncProducer, topic string, recs []Record, pace time.Duration) error {
 	var errs []error
 	pending := 0
 	collect := func(block bool) error {
@@ -167,7 +167,10 @@ func saramaSend(ctx context.Context, p sarama.AsyncProducer, topic string, recs 
 		}
 		return nil
 	}
-	for _, r := range recs {
+	for i, r := range recs {
+		if err := pause(ctx, pace, i); err != nil {
+			return err
+		}
 		m := &sarama.ProducerMessage{Topic: topic, Key: sarama.StringEncoder(r.Key), Value: sarama.StringEncoder(r.Value)}
 		for sent := false; !sent; {
 			select {

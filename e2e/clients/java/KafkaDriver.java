@@ -257,24 +257,34 @@ public final class KafkaDriver {
         }
         try (KafkaProducer<String, String> producer = new KafkaProducer<>(p)) {
             if (txnID.isEmpty()) {
-                send(producer, topic, recs);
+                long paceMs = f.containsKey("pace-ms") ? intFlag(f, "pace-ms") : 0;
+                send(producer, topic, recs, paceMs);
                 return;
             }
             List<String[]> aborted = readRecords(need(f, "aborted"));
             producer.initTransactions();
             producer.beginTransaction();
-            send(producer, topic, aborted);
+            send(producer, topic, aborted, 0);
             producer.abortTransaction();
             producer.beginTransaction();
-            send(producer, topic, recs);
+            send(producer, topic, recs, 0);
             producer.commitTransaction();
         }
     }
 
-    /** Sends recs, waits for every acknowledgement and fails on the first error. */
-    private static void send(KafkaProducer<String, String> producer, String topic, List<String[]> recs) throws Fail {
+    /**
+     * Sends recs, paceMs apart when paceMs is above 0 (the producer then
+     * stays connected and busy for the whole run), waits for every
+     * acknowledgement and fails on the first error.
+     */
+    private static void send(KafkaProducer<String, String> producer, String topic, List<String[]> recs, long paceMs)
+            throws Fail, InterruptedException {
         AtomicReference<Exception> first = new AtomicReference<>();
-        for (String[] r : recs) {
+        for (int i = 0; i < recs.size(); i++) {
+            String[] r = recs.get(i);
+            if (paceMs > 0 && i > 0) {
+                Thread.sleep(paceMs);
+            }
             producer.send(new ProducerRecord<>(topic, r[0], r[1]), (md, err) -> {
                 if (err != null) {
                     first.compareAndSet(null, err);

@@ -13,6 +13,7 @@ import re
 import shutil
 import signal
 import subprocess
+import tempfile
 import sys
 import threading
 import time
@@ -95,14 +96,44 @@ def produce(args):
            "-X", f"acks={args.acks}",
            "-X", f"compression.codec={args.compression}",
            "-X", f"enable.idempotence={'true' if args.idempotent else 'false'}",
-           "-m", "30",
-           args.input]
-    p = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=False)
-    if p.stderr:
-        sys.stderr.write(p.stderr)
-    if p.returncode != 0:
-        last = p.stderr.strip().splitlines()[-1:] or ["no message"]
-        raise Failure(f"kcat -P exited {p.returncode} for {want} records: {last[0]}")
+           "-m", "30"]
+    if args.pace_ms > 0:
+        returncode, stderr = produce_paced(cmd, args.input, args.pace_ms / 1000)
+    else:
+        p = subprocess.run(cmd + [args.input], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=False)
+        returncode, stderr = p.returncode, p.stderr
+    if stderr:
+        sys.stderr.write(stderr)
+    if returncode != 0:
+        last = stderr.strip().splitlines()[-1:] or ["no message"]
+        raise Failure(f"kcat -P exited {returncode} for {want} records: {last[0]}")
+
+
+def produce_paced(cmd, path, pace):
+    """Runs kcat -P reading its records from stdin (it produces each line
+    as it reads it) and feeds it the lines of path one by one, pace seconds
+    apart, so one kcat stays connected for the whole run. Returns kcat's
+    exit status and stderr (kept in a file: a pipe left unread could fill
+    and stall kcat)."""
+    with tempfile.TemporaryFile(mode="w+", encoding="utf-8") as err:
+        p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=err, text=True)
+        try:
+            with open(path, encoding="utf-8") as f:
+                for i, line in enumerate(l for l in f if l.strip("\n")):
+                    if i > 0:
+                        time.sleep(pace)
+                    p.stdin.write(line if line.endswith("\n") else line + "\n")
+                    p.stdin.flush()
+        except BrokenPipeError:
+            pass  # kcat exited early; its status and stderr say why
+        finally:
+            try:
+                p.stdin.close()
+            except BrokenPipeError:
+                pass
+        rc = p.wait()
+        err.seek(0)
+        return rc, err.read()
 
 
 def consume(args):

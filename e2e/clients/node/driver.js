@@ -142,6 +142,8 @@ async function produce(opts) {
         throw e;
       }
       await t2.commit();
+    } else if (Number(opts['pace-ms'] || 0) > 0) {
+      await sendPaced(producer, opts.topic, recs, acks, compression, Number(opts['pace-ms']));
     } else {
       await sendAll(producer, opts.topic, recs, acks, compression);
     }
@@ -156,6 +158,15 @@ async function sendAll(sender, topic, recs, acks, compression) {
   const chunk = 250;
   for (let i = 0; i < recs.length; i += chunk) {
     await sender.send({ topic, acks, compression, messages: recs.slice(i, i + chunk) });
+  }
+}
+
+// sendPaced sends recs one per request, paceMs apart, so the producer
+// stays connected and busy for the whole run.
+async function sendPaced(sender, topic, recs, acks, compression, paceMs) {
+  for (let i = 0; i < recs.length; i++) {
+    if (i > 0) await new Promise((resolve) => setTimeout(resolve, paceMs));
+    await sender.send({ topic, acks, compression, messages: [recs[i]] });
   }
 }
 

@@ -79,8 +79,14 @@ def produce(args):
 
     p = Producer(conf)
 
-    def send(batch):
-        for key, value in batch:
+    def send(batch, pace=0.0):
+        for i, (key, value) in enumerate(batch):
+            if pace and i > 0:
+                # Waits pace, serving delivery reports meanwhile (poll
+                # returns early once it served one).
+                until = time.monotonic() + pace
+                while (left := until - time.monotonic()) > 0:
+                    p.poll(left)
             while True:
                 try:
                     p.produce(args.topic, key=key.encode(), value=value.encode(), on_delivery=delivered)
@@ -106,7 +112,7 @@ def produce(args):
         send(recs)
         p.commit_transaction(60)
     else:
-        send(recs)
+        send(recs, args.pace_ms / 1000)
 
 
 def consume(args):
