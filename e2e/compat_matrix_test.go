@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kproxy/kproxy/e2e/harness"
 	"github.com/kproxy/kproxy/e2e/kclients"
 )
 
@@ -108,6 +109,8 @@ func (m *matrix) markdown(versions []string) string {
 	b.WriteString("Each cell ran direct to the broker (the control) and through kproxy; it passes only if both passed and, through kproxy, the scenario's requests (Produce, Fetch, JoinGroup, EndTxn, SaslAuthenticate, ...) were seen passing through kproxy. ")
 	b.WriteString("A tls or mtls cell ran three ways: direct to the broker's SSL listener, through a kproxy that terminates the client's TLS (tls.listener) in front of a plaintext listener, and through a kproxy that originates TLS (tls.upstream) to the SSL listener for a plaintext client; mtls adds client certificates, the client's to the broker and to kproxy (client_auth: require), and kproxy's own to a broker listener with ssl.client.auth=required; through kproxy, its TLS handshakes must have been counted and, with mtls, the client's identity logged. ")
 	b.WriteString("A cluster cell ran against a three-node KRaft cluster whose brokers advertise their own addresses, on a topic with partitions led by every broker: direct, bootstrapping from one broker, and through a kproxy in cluster mode (a bootstrap listener and a listener per broker, every broker address in responses rewritten); through kproxy, the client's processes, watched in /proc while it ran, must never have held a connection to a broker's real port. ")
+	fmt.Fprintf(&b, "A sasl-origination cell ran the client with no credentials through kproxies that authenticate to the broker themselves (sasl.upstream): a producer sending one record every %v through SCRAM-SHA-512 to a SASL_PLAINTEXT listener, and two consumers, through SCRAM-SHA-512 over TLS to a SASL_SSL listener and through OAUTHBEARER (an unsecured JWT), all at once for %v against listeners that end sessions after %v (connections.max.reauth.ms); it passes if both consumers got every record once and each kproxy re-authenticated every connection that lived %d session lifetimes at least %d times, with no failed authentication, no connection closed but by its client and no reconnect; there is no direct run. ",
+		originationRun/originationRecords, originationRun, harness.ReauthLifetime, originationMinReauths, originationMinReauths)
 	b.WriteString("pass = passed; FAIL = failed; n/s = the client library does not support it (note); blank = not run for this broker.\n")
 	var notes []string
 	noteIndex := map[string]int{}

@@ -19,6 +19,10 @@ type scenario struct {
 	tls   string // "tls" or "mtls": a TLS cell (compat_tls_test.go)
 	// cluster cells run on the three-node cluster (compat_cluster_test.go).
 	cluster bool
+	// origination cells run all at once, apart from the other columns,
+	// with clients that hold no credentials (compat_origination_test.go);
+	// run is not used.
+	origination bool
 	// apis must each have passed through kproxy during the proxied run:
 	// proof that the client did the scenario's work through kproxy.
 	apis []string
@@ -55,6 +59,7 @@ var compatScenarios = []scenario{
 	{name: "tls", tls: "tls", core: true, apis: []string{"Produce", "Fetch", "JoinGroup"}, run: func(c *cell) error { return c.roundTrip("", "none", "all") }},
 	{name: "mtls", tls: "mtls", apis: []string{"Produce", "Fetch", "JoinGroup"}, run: func(c *cell) error { return c.roundTrip("", "none", "all") }},
 	{name: "cluster", cluster: true, apis: []string{"Metadata", "Produce", "Fetch", "FindCoordinator", "JoinGroup"}, run: func(c *cell) error { return c.roundTrip("", "none", "all") }},
+	{name: "sasl-origination", origination: true},
 	{name: "admin", apis: []string{"CreateTopics", "DeleteTopics"}, needs: []kclients.Feature{kclients.Admin}, core: true, run: (*cell).admin},
 	{name: "perf-tools", apis: []string{"Produce", "Fetch"}, needs: []kclients.Feature{kclients.PerfTools}, run: (*cell).perf},
 }

@@ -33,7 +33,11 @@ func TestCompat(t *testing.T) {
 	m := newMatrix(driverEntries, compatScenarios)
 	for i, v := range versions {
 		t.Run("kafka-"+v, func(t *testing.T) {
-			k := harness.StartKafka(t, v)
+			var opts []harness.KafkaOption
+			if i == 0 { // so does the sasl-origination column
+				opts = append(opts, harness.WithOrigination(len(driverEntries)))
+			}
+			k := harness.StartKafka(t, v, opts...)
 			env := &compatEnv{
 				kafka: k,
 				plain: harness.StartKproxy(t, "kproxy-plain", k.ProxyAddr, k.Proxied),
@@ -44,12 +48,15 @@ func TestCompat(t *testing.T) {
 				env.cluster = startClusterFixture(t, v)
 			}
 			t.Run("tls-refusals", env.tls.requireRefusals)
+			if i == 0 {
+				t.Run("sasl-origination", func(t *testing.T) { env.runOrigination(t, m, v) })
+			}
 			for _, e := range driverEntries {
 				t.Run(e.id, func(t *testing.T) {
 					d := e.driver(t)
 					m.named(e, d.Name())
 					for _, s := range compatScenarios {
-						if i > 0 && !s.core {
+						if i > 0 && !s.core || s.origination {
 							continue
 						}
 						if why := s.unsupported(d); why != "" {

@@ -89,6 +89,9 @@ type Kafka struct {
 	ProxyAddr, ProxySASLAddr string
 
 	TLS KafkaTLS
+	// Origination holds the sasl-origination cells' listeners, one slot
+	// per cell; none unless started WithOrigination.
+	Origination KafkaOrigination
 
 	controller string
 	dir        string // config and data
@@ -101,10 +104,14 @@ type Kafka struct {
 // A port taken by another process between FreePorts and the broker's
 // bind (an outgoing connection can take any port of the ephemeral range)
 // costs a retry with new ports, not the test.
-func StartKafka(t testing.TB, version string) *Kafka {
+func StartKafka(t testing.TB, version string, opts ...KafkaOption) *Kafka {
 	t.Helper()
+	var o kafkaOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	for attempt := 1; ; attempt++ {
-		k, err := startKafka(t, version)
+		k, err := startKafka(t, version, o)
 		if err == nil {
 			return k
 		}
@@ -128,9 +135,23 @@ func portTaken(p *Proc) bool {
 	}
 }
 
-func startKafka(t testing.TB, version string) (*Kafka, error) {
+// KafkaOption adds to the broker StartKafka starts.
+type KafkaOption func(*kafkaOptions)
+
+type kafkaOptions struct {
+	originationSlots int
+}
+
+// WithOrigination adds slots sets of sasl-origination listeners
+// (Kafka.Origination), one per cell that may run at once. They cost the
+// other tests nothing, so only the brokers that run those cells have them.
+func WithOrigination(slots int) KafkaOption {
+	return func(o *kafkaOptions) { o.originationSlots = slots }
+}
+
+func startKafka(t testing.TB, version string, o kafkaOptions) (*Kafka, error) {
 	t.Helper()
-	p := FreePorts(t, 7+kafkaTLSPorts)
+	p := FreePorts(t, 7+kafkaTLSPorts+o.originationSlots*originationPortsPerSlot)
 	k := &Kafka{
 		Version:       version,
 		Libs:          KafkaLibs(t, version),
@@ -141,7 +162,8 @@ func startKafka(t testing.TB, version string) (*Kafka, error) {
 		ProxiedSASL:   fmt.Sprintf("127.0.0.1:%d", p[4]),
 		ProxyAddr:     fmt.Sprintf("127.0.0.1:%d", p[5]),
 		ProxySASLAddr: fmt.Sprintf("127.0.0.1:%d", p[6]),
-		TLS:           newKafkaTLS(t, p[7:]),
+		TLS:           newKafkaTLS(t, p[7:7+kafkaTLSPorts]),
+		Origination:   newKafkaOrigination(p[7+kafkaTLSPorts:]),
 		dir:           t.TempDir(),
 	}
 	props := filepath.Join(k.dir, "server.properties")
@@ -302,7 +324,7 @@ func (k *Kafka) jvmArgs() []string {
 type listener struct {
 	name, addr string
 	advertised string // "" for the controller's, which is not advertised
-	protocol   string // PLAINTEXT, SASL_PLAINTEXT or SSL
+	protocol   string // PLAINTEXT, SASL_PLAINTEXT, SSL or SASL_SSL
 }
 
 func (k *Kafka) properties(t testing.TB) string {
@@ -312,7 +334,7 @@ func (k *Kafka) properties(t testing.TB) string {
 		{"PROXIED", k.Proxied, k.ProxyAddr, "PLAINTEXT"},
 		{"DIRECTSASL", k.DirectSASL, k.DirectSASL, "SASL_PLAINTEXT"},
 		{"PROXIEDSASL", k.ProxiedSASL, k.ProxySASLAddr, "SASL_PLAINTEXT"},
-	}, k.TLS.listeners()...)
+	}, append(k.TLS.listeners(), k.Origination.listeners()...)...)
 	var listeners, advertised, protocols []string
 	for _, l := range ls {
 		listeners = append(listeners, l.name+"://"+l.addr)
@@ -351,6 +373,7 @@ func (k *Kafka) properties(t testing.TB) string {
 		"log.flush.interval.messages=1000000",
 	}
 	lines = append(lines, k.TLS.properties(t)...)
+	lines = append(lines, k.Origination.properties()...)
 	return strings.Join(lines, "\n") + "\n"
 }
 

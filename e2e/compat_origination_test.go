@@ -1,0 +1,337 @@
+package e2e
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/oauth"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/kproxy/kproxy/e2e/harness"
+	"github.com/kproxy/kproxy/e2e/kclients"
+)
+
+// The sasl-origination column: the client-pod shape, where the
+// application holds no credentials and kproxy authenticates every broker
+// connection itself (sasl.upstream) and re-authenticates it before the
+// broker's session ends (KIP-368). The broker's origination listeners
+// (harness.KafkaOrigination) end sessions after harness.ReauthLifetime.
+//
+// Each cell runs the client library, configured without any credentials,
+// through three kproxies of its own, at once, for originationRun:
+//
+//   - a producer through a kproxy authenticating with SCRAM-SHA-512 to a
+//     SASL_PLAINTEXT listener, sending one record every
+//     originationRun/originationRecords;
+//   - a consumer (a group of one) through a kproxy authenticating with
+//     SCRAM-SHA-512 over TLS (tls.upstream) to a SASL_SSL listener;
+//   - a second consumer, in a group of its own, through a kproxy
+//     authenticating with OAUTHBEARER (an unsecured JWT) to the broker's
+//     default validator.
+//
+// Both consumers must receive every record exactly once, and at each
+// kproxy: no authentication failed; every connection was closed by its
+// client, never by kproxy or the broker; none was given up by the client
+// with requests unanswered and then replaced (a reconnect); and each
+// connection that lived harness.ReauthLifetime × originationMinReauths
+// (at least one per client: each runs for originationRun) made kproxy
+// re-authenticate at least originationMinReauths times.
+//
+// The cells run in parallel, one per broker slot: one at a time would add
+// minutes per library to the suite. There is no direct control: a client
+// without credentials cannot use the broker's SASL listeners (the
+// sasl-plain and sasl-scram512 columns run the clients' own SASL).
+
+const (
+	// originationRun is how long each client of a cell keeps producing
+	// or consuming: six sessions of harness.ReauthLifetime.
+	originationRun     = 60 * time.Second
+	originationRecords = 300
+	// originationMinReauths is how many re-authentications a connection
+	// that lived for that many session lifetimes must have had (kproxy
+	// re-authenticates before 95% of each lifetime).
+	originationMinReauths = 5
+)
+
+// originationPath is one of a cell's kproxies and the client behind it.
+type originationPath struct {
+	name      string // in kproxy's and the test's names
+	mechanism string
+	tls       bool // tls.upstream to a SASL_SSL listener
+	consumer  bool // a consumer; the producer otherwise
+	listen    func(harness.OriginationSlot) (proxy, broker string)
+}
+
+var originationPaths = []originationPath{
+	{name: "produce-scram", mechanism: "SCRAM-SHA-512", listen: func(s harness.OriginationSlot) (string, string) { return s.ProxySCRAM, s.SCRAM }},
+	{name: "consume-scram-tls", mechanism: "SCRAM-SHA-512", tls: true, consumer: true, listen: func(s harness.OriginationSlot) (string, string) { return s.ProxySCRAMTLS, s.SCRAMTLS }},
+	{name: "consume-oauthbearer", mechanism: "OAUTHBEARER", consumer: true, listen: func(s harness.OriginationSlot) (string, string) { return s.ProxyOAuth, s.OAuth }},
+}
+
+// authSeries is kproxy's counter of its SASL authentications of kind
+// (initial, reauth) with result (ok, error).
+func authSeries(kind, result string) string {
+	return `kproxy_sasl_authentications_total{kind="` + kind + `",result="` + result + `"}`
+}
+
+// runOrigination runs the column's cells, all at once, and records them
+// in m. The broker was started WithOrigination(len(driverEntries)).
+func (e *compatEnv) runOrigination(t *testing.T, m *matrix, version string) {
+	s := originationScenario()
+	fixture := t.Run("fixture", func(t *testing.T) { requireSessionLifetimes(t, e.kafka) })
+	for slot, entry := range driverEntries {
+		t.Run(entry.id, func(t *testing.T) {
+			t.Parallel()
+			d := entry.driver(t)
+			m.named(entry, d.Name())
+			if why := s.unsupported(d); why != "" {
+				m.set(version, entry, s.name, cellUnsupported, why)
+				return
+			}
+			if !fixture {
+				m.set(version, entry, s.name, cellFail, "the broker's origination listeners did not grant the session lifetime; see the fixture test")
+				t.Fatal("the fixture check failed")
+			}
+			m.set(version, entry, s.name, cellFail, "failed before it finished; see the test log")
+			if err := runOriginationCell(t, e.kafka, e.kafka.Origination.Slots[slot], d); err != nil {
+				m.set(version, entry, s.name, cellFail, err.Error())
+				t.Fatal(err)
+			}
+			m.set(version, entry, s.name, cellPass, "")
+		})
+	}
+}
+
+func originationScenario() scenario {
+	for _, s := range compatScenarios {
+		if s.origination {
+			return s
+		}
+	}
+	panic("no sasl-origination scenario in compatScenarios")
+}
+
+// requireSessionLifetimes checks, direct to each origination listener,
+// that the broker accepts the credentials kproxy is given and grants
+// sessions of harness.ReauthLifetime: otherwise no cell would see a
+// re-authentication and each would pass for nothing.
+func requireSessionLifetimes(t *testing.T, k *harness.Kafka) {
+	tc, err := kclients.TLS{CAFile: k.TLS.Certs.CA}.Config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	scramMech := scram.Auth{User: harness.ScramUser, Pass: harness.ScramPassword}.AsSha512Mechanism()
+	oauthMech := oauth.Auth{Token: harness.OAuthToken(time.Hour)}.AsMechanism()
+	for i, s := range k.Origination.Slots {
+		for _, l := range []struct {
+			addr string
+			tls  bool
+			mech sasl.Mechanism
+		}{{s.SCRAM, false, scramMech}, {s.SCRAMTLS, true, scramMech}, {s.OAuth, false, oauthMech}} {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			cfg := tc.Clone()
+			if !l.tls {
+				cfg = nil
+			} else {
+				cfg.ServerName = "127.0.0.1"
+			}
+			life, err := harness.SessionLifetime(ctx, l.addr, cfg, l.mech)
+			cancel()
+			switch {
+			case err != nil:
+				t.Errorf("slot %d: %s at %s (tls %v): %v", i, l.mech.Name(), l.addr, l.tls, err)
+			case life != harness.ReauthLifetime:
+				t.Errorf("slot %d: %s at %s (tls %v): the broker granted a session lifetime of %v, want %v (connections.max.reauth.ms)",
+					i, l.mech.Name(), l.addr, l.tls, life, harness.ReauthLifetime)
+			}
+		}
+	}
+	t.Logf("%d slots: every origination listener grants %v sessions", len(k.Origination.Slots), harness.ReauthLifetime)
+}
+
+// startOriginationKproxy starts path's kproxy for slot with its sasl:
+// (and tls:) sections and the credentials in files of dir, as a mounted
+// Secret holds them.
+func startOriginationKproxy(t *testing.T, k *harness.Kafka, slot harness.OriginationSlot, p originationPath, lib, dir string) *harness.Kproxy {
+	write := func(name, text string) string {
+		path := filepath.Join(dir, p.name+"-"+name)
+		if err := os.WriteFile(path, []byte(text+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	conf := "sasl:\n  upstream:\n    mechanism: " + p.mechanism + "\n"
+	if p.mechanism == "OAUTHBEARER" {
+		conf += fmt.Sprintf("    token_file: %q\n", write("token", harness.OAuthToken(time.Hour)))
+	} else {
+		conf += fmt.Sprintf("    username_file: %q\n    password_file: %q\n",
+			write("username", harness.ScramUser), write("password", harness.ScramPassword))
+	}
+	if p.tls {
+		conf += fmt.Sprintf("tls:\n  upstream:\n    ca_file: %q\n", k.TLS.Certs.CA)
+	}
+	path := write("kproxy.yaml", conf)
+	proxy, broker := p.listen(slot)
+	return harness.StartKproxy(t, "kproxy-"+lib+"-"+p.name, proxy, broker, "--config", path)
+}
+
+// runOriginationCell runs one library's cell in slot.
+func runOriginationCell(t *testing.T, k *harness.Kafka, slot harness.OriginationSlot, d kclients.Driver) error {
+	lib := slug(d.Name())
+	dir := t.TempDir()
+	kps := make([]*harness.Kproxy, len(originationPaths))
+	for i, p := range originationPaths {
+		kps[i] = startOriginationKproxy(t, k, slot, p, lib, dir)
+	}
+	topic := slug(d.Name() + "-sasl-origination")
+	k.CreateTopic(t, topic, compatParts)
+	want := records(topic, originationRecords)
+
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), originationRun+3*compatTimeout)
+	defer cancel()
+	errs := make([]error, len(originationPaths))
+	got := make([][]kclients.Delivered, len(originationPaths))
+	var wg sync.WaitGroup
+	for i, p := range originationPaths {
+		conn := kclients.Conn{Bootstrap: kps[i].Addr} // no SASL, no TLS: kproxy holds both
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if p.consumer {
+				got[i], errs[i] = d.Consume(ctx, kclients.ConsumeOpts{Conn: conn, Topic: topic, Group: topic + "-" + p.name,
+					Count: len(want), Timeout: originationRun + compatTimeout, Protocol: "classic", Members: 1})
+			} else {
+				errs[i] = d.Produce(ctx, kclients.ProduceOpts{Conn: conn, Topic: topic, Acks: "all", Compression: "none",
+					Pace: originationRun / originationRecords}, want)
+			}
+			if errs[i] != nil {
+				errs[i] = fmt.Errorf("%s: %w", p.name, errs[i])
+			}
+		}()
+	}
+	wg.Wait()
+	t.Logf("clients done in %v", time.Since(start).Round(time.Millisecond))
+	var problems []error
+	for i, p := range originationPaths {
+		if errs[i] != nil {
+			problems = append(problems, errs[i])
+			continue
+		}
+		if p.consumer {
+			sum, err := check(want, got[i], true, nil)
+			if err != nil {
+				problems = append(problems, fmt.Errorf("%s: %w", p.name, err))
+				continue
+			}
+			t.Logf("%s: %d records, digest %s", p.name, len(want), sum)
+		}
+	}
+	// The kproxies' own findings count even when a client failed: they
+	// say why, often.
+	for i, p := range originationPaths {
+		if err := checkOrigination(t, kps[i], p); err != nil {
+			problems = append(problems, fmt.Errorf("%s: %w", p.name, err))
+		}
+	}
+	return errors.Join(problems...)
+}
+
+// closedLine is kproxy's "connection closed" log line, in part.
+type closedLine struct {
+	Message    string  `json:"message"`
+	Reason     string  `json:"reason"`
+	Error      string  `json:"error"`
+	DurationMS float64 `json:"duration_ms"`
+	Requests   int64   `json:"requests"`
+	Failed     int     `json:"failed_in_flight"`
+	Upstream   string  `json:"upstream"`
+}
+
+// checkOrigination reads kp's counters and log once its client is gone
+// (see the column's comment for what each check stands for).
+func checkOrigination(t *testing.T, kp *harness.Kproxy, p originationPath) error {
+	deadline := time.Now().Add(15 * time.Second)
+	for kp.Metric(t, "kproxy_connections_open") > 0 {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%v connections still open through kproxy 15s after the client finished", kp.Metric(t, "kproxy_connections_open"))
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	var problems []string
+	note := func(format string, a ...any) { problems = append(problems, fmt.Sprintf(format, a...)) }
+	initialOK, reauthOK := kp.Metric(t, authSeries("initial", "ok")), kp.Metric(t, authSeries("reauth", "ok"))
+	if n := kp.Metric(t, authSeries("initial", "error")) + kp.Metric(t, authSeries("reauth", "error")); n > 0 {
+		note("%v of kproxy's SASL authentications failed", n)
+	}
+	opened := kp.Metric(t, "kproxy_connections_total")
+	longLived, logged, reconnects := 0, 0, 0
+	lost := "" // the first connection lost or given up, if any
+	var lives, warnings []string
+	for _, line := range strings.Split(kp.Output(), "\n") {
+		if strings.Contains(line, `"level":"warn"`) || strings.Contains(line, `"level":"error"`) {
+			warnings = append(warnings, line)
+		}
+		if !strings.Contains(line, `"connection `) {
+			continue
+		}
+		var c closedLine
+		brace := strings.Index(line, "{")
+		if brace < 0 || json.Unmarshal([]byte(line[brace:]), &c) != nil {
+			continue
+		}
+		switch c.Message {
+		case "connection opened":
+			if lost != "" {
+				reconnects++
+			}
+		case "connection closed":
+			logged++
+			life := time.Duration(c.DurationMS * float64(time.Millisecond))
+			lives = append(lives, fmt.Sprintf("%v/%d", life.Round(time.Second), c.Requests))
+			if life >= originationMinReauths*harness.ReauthLifetime {
+				longLived++
+			}
+			switch {
+			case c.Reason != "client closed":
+				note("a connection was closed by kproxy or the broker after %v (%s: %s)", life.Round(time.Millisecond), c.Reason, c.Error)
+				lost = cmp.Or(lost, c.Reason)
+			case c.Failed > 0:
+				lost = cmp.Or(lost, fmt.Sprintf("the client closed a connection with %d requests unanswered after %v", c.Failed, life.Round(time.Millisecond)))
+			}
+		}
+	}
+	t.Logf("%s (%s): %v connections (lifetime/requests %v), authentications: %v initial, %v re-authentications",
+		p.name, p.mechanism, opened, lives, initialOK, reauthOK)
+	switch {
+	case float64(logged) != opened:
+		note("kproxy accepted %v connections but logged the end of %d (the others failed before relaying?)", opened, logged)
+	case reconnects > 0:
+		note("%d connections were opened after %s: reconnects", reconnects, lost)
+	case longLived == 0:
+		note("no connection lived %v (%d session lifetimes) although the client ran for %v", originationMinReauths*harness.ReauthLifetime, originationMinReauths, originationRun)
+	case reauthOK < float64(originationMinReauths*longLived):
+		note("%v re-authentications for %d connections that each lived %d session lifetimes: want at least %d each",
+			reauthOK, longLived, originationMinReauths, originationMinReauths)
+	}
+	if len(problems) == 0 {
+		return nil
+	}
+	if len(warnings) > 3 {
+		warnings = warnings[:3]
+	}
+	if len(warnings) > 0 {
+		problems = append(problems, "kproxy's first warnings: "+strings.Join(warnings, " | "))
+	}
+	return errors.New(strings.Join(problems, "; "))
+}
