@@ -238,6 +238,14 @@ func upstreamCAProblems(spec corev1.PodSpec, secret string) []string {
 	return nil
 }
 
+// Credentials the validate test lays out: a password to look for in
+// kproxy's output, and an unsigned JWT (header {"alg":"none"}, subject
+// app) for OAUTHBEARER.
+const (
+	saslPassword = "s3cret-never-printed"
+	unsignedJWT  = "eyJhbGciOiJub25lIn0.eyJzdWIiOiJhcHAifQ."
+)
+
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
 
 // The client-pod output decodes strictly, and each workload's sidecar,
@@ -625,7 +633,7 @@ func initNames(spec corev1.PodSpec) []string {
 
 // The injected client-pod sidecar is the one in examples/k8s/client-pod,
 // and its generated kproxy.yaml says what that example's does (for the
-// example's bootstrap), so the two cannot drift apart.
+// example's bootstrap and SASL Secret), so the two cannot drift apart.
 func TestClusterMatchesExample(t *testing.T) {
 	raw, err := os.ReadFile("../examples/k8s/client-pod/kproxy-sidecar.yaml")
 	if err != nil {
@@ -646,6 +654,21 @@ func TestClusterMatchesExample(t *testing.T) {
 	}
 	upstream, _ := exampleCfg["proxy"].(map[string]any)["upstream"].(string)
 	a := Asked{Listen: 9092, Cluster: &Cluster{Bootstrap: upstream, NodePortBase: 9100, NodeIDMax: 99}}
+	// The example authenticates with a Secret of its own: the injector's
+	// kproxy.io/sasl-secret and kproxy.io/sasl-mechanism.
+	sasl, _ := exampleCfg["sasl"].(map[string]any)
+	a.Cluster.SASLMechanism, _ = sasl["upstream"].(map[string]any)["mechanism"].(string)
+	for _, v := range patch.Spec.Template.Spec.Volumes {
+		if v.Name == SASLVolumeName && v.Secret != nil {
+			a.Cluster.SASLSecret = v.Secret.SecretName
+		}
+	}
+	if a.Cluster.SASLSecret == "" || a.Cluster.SASLMechanism == "" {
+		t.Fatalf("the example has no %s Secret volume or no sasl.upstream.mechanism", SASLVolumeName)
+	}
+	if !slices.ContainsFunc(patch.Spec.Template.Spec.Volumes, func(v corev1.Volume) bool { return reflect.DeepEqual(v, saslVolume(a.Cluster)) }) {
+		t.Errorf("the example's volumes %+v lack the injector's %+v", patch.Spec.Template.Spec.Volumes, saslVolume(a.Cluster))
+	}
 	got := Sidecar(Defaults(), a)
 	if !reflect.DeepEqual(got, example) {
 		gj, _ := json.MarshalIndent(got, "", " ")
@@ -663,9 +686,10 @@ func TestClusterMatchesExample(t *testing.T) {
 
 // kproxy itself, built from this repository, agrees with the injector
 // on the generated client-pod kproxy.yaml: with the sidecar's command line
-// (TLS flags included, the Secret laid out as the kubelet does), kproxy
-// validate accepts every file whose ports the injector accepts, and
-// refuses every one the injector refuses.
+// (TLS flags included, the Secrets laid out as the kubelet does), kproxy
+// validate accepts every file whose ports the injector accepts, with
+// every SASL mechanism (without printing the password), and refuses every
+// one the injector refuses.
 func TestClusterConfigValidates(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "kproxy")
 	if out, err := exec.Command("go", "build", "-C", "..", "-o", bin, "./cmd/kproxy").CombinedOutput(); err != nil {
@@ -681,6 +705,10 @@ func TestClusterConfigValidates(t *testing.T) {
 	roots := Asked{Listen: 9092, Cluster: &Cluster{Bootstrap: "b-1.example.com:9094", NodePortBase: 9100, NodeIDMax: 99, UpstreamTLS: true}}
 	withCA := Asked{Listen: 9092, Secret: "s", Cluster: &Cluster{Bootstrap: "kafka-bootstrap:9093", NodePortBase: 9100, NodeIDMax: 99, UpstreamTLS: true, UpstreamCASecret: "ca"}}
 	ca := selfSigned(t)[0]
+	sasl := func(mech string) Asked {
+		return Asked{Listen: 9092, Cluster: &Cluster{Bootstrap: "b-1.example.com:9096", NodePortBase: 9100, NodeIDMax: 99, UpstreamTLS: true,
+			SASLSecret: "creds", SASLMechanism: mech}}
+	}
 	for _, c := range []struct {
 		name string
 		a    Asked
@@ -694,6 +722,10 @@ func TestClusterConfigValidates(t *testing.T) {
 		{"the highest ids", Asked{Listen: 9092, Cluster: &Cluster{Bootstrap: "k:9092", NodePortBase: 9100, NodeIDMin: 2147483547, NodeIDMax: 2147483646}}, nil, true},
 		{"TLS to the brokers, system roots", roots, nil, true},
 		{"TLS both ways, CA from a Secret", withCA, ca, true},
+		{"SASL PLAIN", sasl("PLAIN"), nil, true},
+		{"SASL SCRAM-SHA-256", sasl("SCRAM-SHA-256"), nil, true},
+		{"SASL SCRAM-SHA-512", sasl("SCRAM-SHA-512"), nil, true},
+		{"SASL OAUTHBEARER", sasl("OAUTHBEARER"), nil, true},
 		{"a CA Secret whose ca.crt is no certificate", withCA, []byte("not a certificate\n"), false},
 		{"node ports over admin", Asked{Listen: 9092, Cluster: &Cluster{Bootstrap: "k:9092", NodePortBase: 9250, NodeIDMax: 99}}, nil, false},
 		{"node ports over listen", Asked{Listen: 9092, Cluster: &Cluster{Bootstrap: "k:9092", NodePortBase: 9050, NodeIDMax: 99}}, nil, false},
@@ -706,6 +738,10 @@ func TestClusterConfigValidates(t *testing.T) {
 		if c.a.Cluster.UpstreamCASecret != "" {
 			secretDir(t, filepath.Join(root, strings.TrimPrefix(UpstreamCADir, "/")), map[string][]byte{"ca.crt": c.ca})
 		}
+		if c.a.Cluster.SASLSecret != "" {
+			secretDir(t, filepath.Join(root, strings.TrimPrefix(SASLDir, "/")),
+				map[string][]byte{"username": []byte("app"), "password": []byte(saslPassword), "token": []byte(unsignedJWT)})
+		}
 		args := Sidecar(Defaults(), c.a).Args
 		args[0] = "validate"
 		for i, arg := range args {
@@ -713,10 +749,10 @@ func TestClusterConfigValidates(t *testing.T) {
 				args[i] = filepath.Join(root, arg)
 			}
 		}
-		// The generated file names the CA where the pod mounts it; here
-		// that is under root.
-		if c.a.Cluster.UpstreamCASecret != "" {
-			moved := strings.Replace(ClusterConfig(c.a), UpstreamCADir, filepath.Join(root, UpstreamCADir), 1)
+		// The generated file names the CA and the credentials where the
+		// pod mounts them; here that is under root.
+		if c.a.Cluster.UpstreamCASecret != "" || c.a.Cluster.SASLSecret != "" {
+			moved := strings.NewReplacer(UpstreamCADir+"/", filepath.Join(root, UpstreamCADir)+"/", SASLDir+"/", filepath.Join(root, SASLDir)+"/").Replace(ClusterConfig(c.a))
 			if err := os.WriteFile(cfg, []byte(moved), 0o600); err != nil {
 				t.Fatal(err)
 			}
@@ -724,6 +760,9 @@ func TestClusterConfigValidates(t *testing.T) {
 		out, err := exec.Command(bin, args...).CombinedOutput()
 		if (err == nil) != c.ok {
 			t.Errorf("%s: kproxy %q: %v, want ok=%v\n%s\n%s", c.name, args, err, c.ok, out, ClusterConfig(c.a))
+		}
+		if strings.Contains(string(out), saslPassword) {
+			t.Errorf("%s: kproxy validate printed the password:\n%s", c.name, out)
 		}
 		if c.ca != nil {
 			continue // the injector cannot see the Secret's content

@@ -69,8 +69,8 @@ func saslSection(c *Cluster) string {
 		files = fmt.Sprintf("    token_file: %s/token\n", SASLDir)
 	}
 	return fmt.Sprintf(`sasl:
-  # kproxy, not the application, authenticates to the brokers, with
-  # the Secret %s's files, read at each (re-)authentication.
+  # kproxy, not the application, authenticates to the brokers, with the
+  # files of the Secret %s, read at each (re-)authentication.
   upstream:
     mechanism: %s
 `, c.SASLSecret, c.SASLMechanism) + files
