@@ -1,6 +1,7 @@
 package sasl
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -41,37 +42,44 @@ func authError(code int16, msg string) *AuthError {
 // redactedText stands where a secret was found in an error.
 const redactedText = "[redacted]"
 
-// redacted returns err unchanged unless its text carries one of secrets
-// (a broker or mechanism echoing what it was sent); then an error with the
-// same text, secrets replaced. An *AuthError keeps its type.
+// redacted returns err with no secret in its text: a broker or mechanism
+// may echo what it was sent. An *AuthError in err's chain (one this
+// package made, for this call) has its Message scrubbed in place, so it
+// stays an *AuthError; any other error whose text still carries a secret
+// is replaced by one with the same text, secrets replaced.
 func redacted(err error, secrets []string) error {
 	if err == nil {
 		return nil
 	}
-	text := err.Error()
-	hit := false
-	for _, s := range secrets {
-		if s != "" && strings.Contains(text, s) {
-			hit = true
-		}
-	}
-	if !hit {
-		return err
-	}
-	scrub := func(t string) string {
+	scrub := func(t string) (string, bool) {
+		hit := false
 		for _, s := range secrets {
-			if s != "" {
-				t = strings.ReplaceAll(t, s, redactedText)
+			if s != "" && strings.Contains(t, s) {
+				t, hit = strings.ReplaceAll(t, s, redactedText), true
 			}
 		}
-		return t
+		return t, hit
 	}
-	if ae, ok := err.(*AuthError); ok {
-		return &AuthError{Code: ae.Code, Name: ae.Name, Message: scrub(ae.Message)}
+	var ae *AuthError
+	if errors.As(err, &ae) {
+		ae.Message, _ = scrub(ae.Message)
 	}
-	return redactedError(scrub(text))
+	if text, hit := scrub(err.Error()); hit {
+		return redactedError(text)
+	}
+	return err
 }
 
 type redactedError string
 
 func (e redactedError) Error() string { return string(e) }
+
+// stepError names the request a broker refused. It formats when asked, not
+// when made, so redacted can scrub the *AuthError inside first.
+type stepError struct {
+	step string
+	err  error
+}
+
+func (e *stepError) Error() string { return e.step + ": " + e.err.Error() }
+func (e *stepError) Unwrap() error { return e.err }

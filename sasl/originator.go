@@ -173,7 +173,7 @@ func authVersion(ctx context.Context, rt RoundTrip) (int16, error) {
 		return 0, fmt.Errorf("ApiVersions: unexpected response %T", kr)
 	}
 	if resp.ErrorCode != 0 {
-		return 0, fmt.Errorf("ApiVersions: %w", authError(resp.ErrorCode, ""))
+		return 0, &stepError{"ApiVersions", authError(resp.ErrorCode, "")}
 	}
 	var hs, auth *kmsg.ApiVersionsResponseApiKey
 	for i := range resp.ApiKeys {
@@ -215,7 +215,7 @@ func (o *Originator) handshake(ctx context.Context, rt RoundTrip) error {
 		if len(resp.SupportedMechanisms) > 0 {
 			msg = "the broker offers " + strings.Join(resp.SupportedMechanisms, ", ")
 		}
-		return fmt.Errorf("SaslHandshake %s: %w", o.u.Mechanism, authError(resp.ErrorCode, msg))
+		return &stepError{"SaslHandshake " + o.u.Mechanism, authError(resp.ErrorCode, msg)}
 	}
 	return nil
 }
@@ -253,7 +253,7 @@ func (o *Originator) exchange(ctx context.Context, rt RoundTrip, host string, cr
 			if resp.ErrorMessage != nil {
 				msg = *resp.ErrorMessage
 			}
-			return 0, fmt.Errorf("SaslAuthenticate %s: %w", o.u.Mechanism, authError(resp.ErrorCode, msg))
+			return 0, &stepError{"SaslAuthenticate " + o.u.Mechanism, authError(resp.ErrorCode, msg)}
 		}
 		lifetime = resp.SessionLifetimeMillis
 		write = nil
