@@ -713,24 +713,29 @@ func TestClusterConfigValidates(t *testing.T) {
 		name string
 		a    Asked
 		ca   []byte // the CA Secret's ca.crt, for a.Cluster.UpstreamCASecret
-		ok   bool   // kproxy and the injector take it
+		// creds are the SASL Secret's keys, for a.Cluster.SASLSecret;
+		// nil: username, password and token.
+		creds map[string][]byte
+		ok    bool // kproxy and the injector take it
 	}{
-		{"defaults", Asked{Listen: 9092, Cluster: &Cluster{Bootstrap: "kafka-bootstrap:9092", NodePortBase: 9100, NodeIDMax: 99}}, nil, true},
-		{"TLS, IPv6 bootstrap, a few ids", Asked{Listen: 9093, Secret: "s", Cluster: &Cluster{Bootstrap: "[fd00::7]:9094", NodePortBase: 9300, NodeIDMin: 1, NodeIDMax: 3}}, nil, true},
-		{"ports up to 65535", Asked{Listen: 9092, Cluster: &Cluster{Bootstrap: "k:9092", NodePortBase: 65436, NodeIDMax: 99}}, nil, true},
-		{"4096 ids", Asked{Listen: 9092, Cluster: &Cluster{Bootstrap: "k:9092", NodePortBase: 10000, NodeIDMin: 1000, NodeIDMax: 5095}}, nil, true},
-		{"the highest ids", Asked{Listen: 9092, Cluster: &Cluster{Bootstrap: "k:9092", NodePortBase: 9100, NodeIDMin: 2147483547, NodeIDMax: 2147483646}}, nil, true},
-		{"TLS to the brokers, system roots", roots, nil, true},
-		{"TLS both ways, CA from a Secret", withCA, ca, true},
-		{"SASL PLAIN", sasl("PLAIN"), nil, true},
-		{"SASL SCRAM-SHA-256", sasl("SCRAM-SHA-256"), nil, true},
-		{"SASL SCRAM-SHA-512", sasl("SCRAM-SHA-512"), nil, true},
-		{"SASL OAUTHBEARER", sasl("OAUTHBEARER"), nil, true},
-		{"a CA Secret whose ca.crt is no certificate", withCA, []byte("not a certificate\n"), false},
-		{"node ports over admin", Asked{Listen: 9092, Cluster: &Cluster{Bootstrap: "k:9092", NodePortBase: 9250, NodeIDMax: 99}}, nil, false},
-		{"node ports over listen", Asked{Listen: 9092, Cluster: &Cluster{Bootstrap: "k:9092", NodePortBase: 9050, NodeIDMax: 99}}, nil, false},
-		{"node ports past 65535", Asked{Listen: 9092, Cluster: &Cluster{Bootstrap: "k:9092", NodePortBase: 65437, NodeIDMax: 99}}, nil, false},
-		{"4097 ids", Asked{Listen: 9092, Cluster: &Cluster{Bootstrap: "k:9092", NodePortBase: 10000, NodeIDMax: 4096}}, nil, false},
+		{"defaults", Asked{Listen: 9092, Cluster: &Cluster{Bootstrap: "kafka-bootstrap:9092", NodePortBase: 9100, NodeIDMax: 99}}, nil, nil, true},
+		{"TLS, IPv6 bootstrap, a few ids", Asked{Listen: 9093, Secret: "s", Cluster: &Cluster{Bootstrap: "[fd00::7]:9094", NodePortBase: 9300, NodeIDMin: 1, NodeIDMax: 3}}, nil, nil, true},
+		{"ports up to 65535", Asked{Listen: 9092, Cluster: &Cluster{Bootstrap: "k:9092", NodePortBase: 65436, NodeIDMax: 99}}, nil, nil, true},
+		{"4096 ids", Asked{Listen: 9092, Cluster: &Cluster{Bootstrap: "k:9092", NodePortBase: 10000, NodeIDMin: 1000, NodeIDMax: 5095}}, nil, nil, true},
+		{"the highest ids", Asked{Listen: 9092, Cluster: &Cluster{Bootstrap: "k:9092", NodePortBase: 9100, NodeIDMin: 2147483547, NodeIDMax: 2147483646}}, nil, nil, true},
+		{"TLS to the brokers, system roots", roots, nil, nil, true},
+		{"TLS both ways, CA from a Secret", withCA, ca, nil, true},
+		{"SASL PLAIN", sasl("PLAIN"), nil, nil, true},
+		{"SASL SCRAM-SHA-256", sasl("SCRAM-SHA-256"), nil, nil, true},
+		{"SASL SCRAM-SHA-512", sasl("SCRAM-SHA-512"), nil, nil, true},
+		{"SASL OAUTHBEARER", sasl("OAUTHBEARER"), nil, nil, true},
+		{"SASL OAUTHBEARER, a Secret without token", sasl("OAUTHBEARER"), nil, map[string][]byte{"username": []byte("app"), "password": []byte(saslPassword)}, false},
+		{"SASL SCRAM, a Secret with an empty password", sasl("SCRAM-SHA-512"), nil, map[string][]byte{"username": []byte("app"), "password": nil}, false},
+		{"a CA Secret whose ca.crt is no certificate", withCA, []byte("not a certificate\n"), nil, false},
+		{"node ports over admin", Asked{Listen: 9092, Cluster: &Cluster{Bootstrap: "k:9092", NodePortBase: 9250, NodeIDMax: 99}}, nil, nil, false},
+		{"node ports over listen", Asked{Listen: 9092, Cluster: &Cluster{Bootstrap: "k:9092", NodePortBase: 9050, NodeIDMax: 99}}, nil, nil, false},
+		{"node ports past 65535", Asked{Listen: 9092, Cluster: &Cluster{Bootstrap: "k:9092", NodePortBase: 65437, NodeIDMax: 99}}, nil, nil, false},
+		{"4097 ids", Asked{Listen: 9092, Cluster: &Cluster{Bootstrap: "k:9092", NodePortBase: 10000, NodeIDMax: 4096}}, nil, nil, false},
 	} {
 		if err := os.WriteFile(cfg, []byte(ClusterConfig(c.a)), 0o600); err != nil {
 			t.Fatal(err)
@@ -739,8 +744,11 @@ func TestClusterConfigValidates(t *testing.T) {
 			secretDir(t, filepath.Join(root, strings.TrimPrefix(UpstreamCADir, "/")), map[string][]byte{"ca.crt": c.ca})
 		}
 		if c.a.Cluster.SASLSecret != "" {
-			secretDir(t, filepath.Join(root, strings.TrimPrefix(SASLDir, "/")),
-				map[string][]byte{"username": []byte("app"), "password": []byte(saslPassword), "token": []byte(unsignedJWT)})
+			creds := c.creds
+			if creds == nil {
+				creds = map[string][]byte{"username": []byte("app"), "password": []byte(saslPassword), "token": []byte(unsignedJWT)}
+			}
+			secretDir(t, filepath.Join(root, strings.TrimPrefix(SASLDir, "/")), creds)
 		}
 		args := Sidecar(Defaults(), c.a).Args
 		args[0] = "validate"
@@ -764,7 +772,7 @@ func TestClusterConfigValidates(t *testing.T) {
 		if strings.Contains(string(out), saslPassword) {
 			t.Errorf("%s: kproxy validate printed the password:\n%s", c.name, out)
 		}
-		if c.ca != nil {
+		if c.ca != nil || c.creds != nil {
 			continue // the injector cannot see the Secret's content
 		}
 		if ierr := c.a.Cluster.check(c.a.Listen); (ierr == nil) != c.ok {

@@ -261,10 +261,10 @@ func configMapFile(t *testing.T, spec corev1.PodSpec, kp *corev1.Container, conf
 }
 
 // kproxy validate accepts the client pod's kproxy.yaml, with its SASL
-// credentials files where the config names them (a directory laid out as
-// the kubelet lays out a Secret volume), without printing the password;
-// and refuses it with its node ports moved over the admin port (so the
-// check can fail).
+// credentials files where the config names them (a directory holding
+// the Secret's keys as files), without printing the password; and
+// refuses it without the password file, and with its node ports moved
+// over the admin port (so the check can fail).
 func TestClientPodKproxyValidate(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "kproxy")
 	if out, err := exec.Command("go", "build", "-o", bin, "github.com/kproxy/kproxy/cmd/kproxy").CombinedOutput(); err != nil {
@@ -296,6 +296,16 @@ func TestClientPodKproxyValidate(t *testing.T) {
 	}
 	if strings.Contains(string(out), password) {
 		t.Errorf("kproxy validate printed the password:\n%s", out)
+	}
+	// validate reads the files: a Secret without the password fails.
+	if err := os.Remove(filepath.Join(creds, "password")); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(bin, "validate", "--config", good).CombinedOutput(); err == nil || !strings.Contains(string(out), "password_file") {
+		t.Errorf("kproxy validate with no password file: %v, want a failure naming password_file\n%s", err, out)
+	}
+	if err := os.WriteFile(filepath.Join(creds, "password"), []byte(password), 0o600); err != nil {
+		t.Fatal(err)
 	}
 	bad := strings.Replace(body, "node_port_base: 9100", "node_port_base: 9250", 1)
 	if bad == body {
