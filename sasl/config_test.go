@@ -29,6 +29,7 @@ func TestValidate(t *testing.T) {
 		{up(Upstream{Mechanism: ScramSHA512, UsernameFile: "u"}), "upstream.password_file", "required with mechanism SCRAM-SHA-512"},
 		{up(Upstream{Mechanism: ScramSHA256, UsernameFile: "u", PasswordFile: "p", TokenFile: "t"}), "upstream.token_file", "OAUTHBEARER only"},
 		{up(Upstream{Mechanism: OAuthBearer}), "upstream.token_file", "required"},
+		{up(Upstream{Mechanism: Plain, UsernameFile: "p", PasswordFile: "p"}), "upstream.password_file", "same file"},
 		{up(Upstream{Mechanism: OAuthBearer, TokenFile: "t", UsernameFile: "u"}), "upstream.username_file", "not used"},
 		{up(Upstream{Mechanism: OAuthBearer, TokenFile: "t", PasswordFile: "p"}), "upstream.password_file", "not used"},
 	} {
@@ -71,6 +72,7 @@ func TestCheck(t *testing.T) {
 	empty := writeFile(t, dir, "empty", "\r\n")
 	big := writeFile(t, dir, "big", strings.Repeat(secretB, maxSecretBytes/len(secretB)+1))
 	missing := filepath.Join(dir, "missing")
+	passAsUser := writeFile(t, dir, "user-is-pass", secretA+"\n")
 	up := func(u Upstream) Config { return Config{Upstream: &u} }
 	for _, tc := range []struct {
 		c     Config
@@ -85,6 +87,7 @@ func TestCheck(t *testing.T) {
 		{up(Upstream{Mechanism: ScramSHA256, UsernameFile: user, PasswordFile: dir}), "upstream.password_file", "is a directory"},
 		{up(Upstream{Mechanism: ScramSHA512, UsernameFile: user, PasswordFile: big}), "upstream.password_file", "larger than 1 MiB"},
 		{up(Upstream{Mechanism: OAuthBearer, TokenFile: missing}), "upstream.token_file", "no such file"},
+		{up(Upstream{Mechanism: Plain, UsernameFile: passAsUser, PasswordFile: pass}), "upstream.password_file", "same value"},
 	} {
 		err := tc.c.Check()
 		var fe *fielderr.Error
