@@ -17,5 +17,10 @@ func (c Config) Check() error {
 			return fielderr.New(f.field, err.Error())
 		}
 	}
+	if c.Upstream.Mechanism != OAuthBearer {
+		if _, err := load(c.Upstream); err != nil {
+			return fielderr.New("upstream.password_file", "holds the same value as username_file: check the paths")
+		}
+	}
 	return nil
 }

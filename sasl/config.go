@@ -71,6 +71,8 @@ func (c Config) Validate() error {
 			return fielderr.New("upstream.password_file", "is required with mechanism "+u.Mechanism)
 		case u.TokenFile != "":
 			return fielderr.New("upstream.token_file", "is for OAUTHBEARER only; mechanism "+u.Mechanism+" uses username_file and password_file")
+		case u.UsernameFile == u.PasswordFile:
+			return fielderr.New("upstream.password_file", "is the same file as username_file")
 		}
 	case OAuthBearer:
 		switch {

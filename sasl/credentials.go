@@ -52,6 +52,11 @@ func load(u *Upstream) (credentials, error) {
 	if err := read("sasl.upstream.password_file", u.PasswordFile, &c.pass); err != nil {
 		return c, err
 	}
+	if c.user == c.pass {
+		// Swapped or doubled paths: the "username" would put the
+		// password in every log line and span naming the principal.
+		return credentials{}, errors.New("sasl.upstream.username_file and password_file hold the same value: check the paths")
+	}
 	c.principal = c.user
 	return c, nil
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -41,10 +42,11 @@ type stubBroker struct {
 	reqs        []kmsg.Request
 	authAnswers []*kmsg.SASLAuthenticateResponse
 	apiKeys     []kmsg.ApiVersionsResponseApiKey
+	mechs       []string
 }
 
 func newStubBroker(answers ...*kmsg.SASLAuthenticateResponse) *stubBroker {
-	return &stubBroker{authAnswers: answers, apiKeys: []kmsg.ApiVersionsResponseApiKey{
+	return &stubBroker{authAnswers: answers, mechs: []string{OAuthBearer, Plain, ScramSHA256}, apiKeys: []kmsg.ApiVersionsResponseApiKey{
 		{ApiKey: 17, MinVersion: 0, MaxVersion: 1},
 		{ApiKey: 36, MinVersion: 0, MaxVersion: 2},
 	}}
@@ -61,8 +63,8 @@ func (s *stubBroker) rt(_ context.Context, req kmsg.Request) (kmsg.Response, err
 		return resp, nil
 	case *kmsg.SASLHandshakeRequest:
 		resp := kmsg.NewPtrSASLHandshakeResponse()
-		resp.SupportedMechanisms = []string{OAuthBearer}
-		if r.Mechanism != OAuthBearer {
+		resp.SupportedMechanisms = s.mechs
+		if !slices.Contains(s.mechs, r.Mechanism) {
 			resp.ErrorCode = 33
 		}
 		return resp, nil
@@ -193,17 +195,39 @@ func TestSecretsRedacted(t *testing.T) {
 	fail.ErrorCode = 58
 	fail.ErrorMessage = kmsg.StringPtr("bad password " + secretA + " for alice")
 	b := newStubBroker(fail)
-	b.apiKeys = append(b.apiKeys, kmsg.ApiVersionsResponseApiKey{ApiKey: 3, MaxVersion: 12})
-	hsOK := func(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
-		if _, ok := req.(*kmsg.SASLHandshakeRequest); ok {
-			return kmsg.NewPtrSASLHandshakeResponse(), nil
-		}
-		return b.rt(ctx, req)
-	}
-	_, err := f.auth(hsOK, "b:9092", nil)
+	_, err := f.auth(b.rt, "b:9092", nil)
 	var ae *AuthError
 	if !errors.As(err, &ae) || ae.Message != "bad password [redacted] for alice" {
 		t.Fatalf("error %v, want an *AuthError with the password redacted", err)
+	}
+
+	// franz-go's SCRAM quotes a malformed server-first message in its
+	// error: one echoing the password is redacted too.
+	f = newFixture(t, ScramSHA256, "alice", secretB)
+	echo := kmsg.NewPtrSASLAuthenticateResponse()
+	echo.SASLAuthBytes = []byte("x=" + secretB + ",s=c2FsdA==,i=4096")
+	b = newStubBroker(echo)
+	_, err = f.auth(b.rt, "b:9092", nil)
+	if err == nil || !strings.Contains(err.Error(), "x=[redacted]") {
+		t.Fatalf("error %v, want franz-go's SCRAM error with the password redacted", err)
+	}
+	if r := f.o.Ready(); r == nil || !strings.Contains(r.Error(), "[redacted]") {
+		t.Errorf("Ready = %v, want the redacted reason", r)
+	}
+}
+
+func TestAuthErrorNames(t *testing.T) {
+	for _, tc := range []struct {
+		code      int16
+		msg, text string
+	}{
+		{58, "nope", "broker refused: SASL_AUTHENTICATION_FAILED (58): nope"},
+		{34, "", "broker refused: ILLEGAL_SASL_STATE (34): "},
+		{-7777, "", "broker refused: UNKNOWN_ERROR_CODE_-7777 (-7777)"},
+	} {
+		if got := authError(tc.code, tc.msg).Error(); !strings.HasPrefix(got, tc.text) {
+			t.Errorf("authError(%d, %q) = %q, want it to start %q", tc.code, tc.msg, got, tc.text)
+		}
 	}
 }
 

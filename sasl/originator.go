@@ -104,8 +104,10 @@ const maxLifetime = 365 * 24 * time.Hour
 // principal (the broker refuses a principal change).
 //
 // The credential files are read at each call. A broker refusal is an
-// *AuthError. No error carries a secret or a file's contents. Each call is
-// counted, and its outcome is what Ready reports.
+// *AuthError (errors.As finds it). On error, the Result still names the
+// principal the credentials name, when they could be read. No error
+// carries a secret or a file's contents. Each call is counted, and its
+// outcome is what Ready reports.
 func (o *Originator) Authenticate(ctx context.Context, rt RoundTrip, host string, prev *Result) (Result, error) {
 	if o == nil {
 		return Result{}, errors.New("sasl: origination is off (no sasl.upstream)")

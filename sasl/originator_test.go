@@ -2,6 +2,8 @@ package sasl
 
 import (
 	"context"
+	"crypto/pbkdf2"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"os"
@@ -365,4 +367,66 @@ func TestNilOriginator(t *testing.T) {
 	}
 	var m *Metrics
 	m.count(true, true) // nil-safe
+}
+
+// TestRotationSCRAM changes alice's SCRAM password at the broker, then in
+// the file: the live connection re-authenticates with the new one.
+func TestRotationSCRAM(t *testing.T) {
+	c := startCluster(t, kfake.Superuser(ScramSHA256, "alice", secretA),
+		kfake.BrokerConfigs(map[string]string{"connections.max.reauth.ms": "60000"}))
+	f := newFixture(t, ScramSHA256, "alice", secretA)
+	conn, host := dial(t, c)
+	rt := StreamRoundTrip(conn, maxFrame)
+	first, err := f.auth(rt, host, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	salt := []byte("0123456789abcdef")
+	salted, err := pbkdf2.Key(sha256.New, secretB, salt, 4096, sha256.Size)
+	if err != nil {
+		t.Fatal(err)
+	}
+	alter := kmsg.NewPtrAlterUserSCRAMCredentialsRequest()
+	up := kmsg.NewAlterUserSCRAMCredentialsRequestUpsertion()
+	up.Name, up.Mechanism, up.Iterations, up.Salt, up.SaltedPassword = "alice", 1, 4096, salt, salted
+	alter.Upsertions = append(alter.Upsertions, up)
+	kr, err := rt(context.Background(), alter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := kr.(*kmsg.AlterUserSCRAMCredentialsResponse).Results; len(r) != 1 || r[0].ErrorCode != 0 {
+		t.Fatalf("AlterUserSCRAMCredentials: %+v", r)
+	}
+
+	// The broker now refuses the old password...
+	other, otherHost := dial(t, c)
+	if _, err := f.auth(StreamRoundTrip(other, maxFrame), otherHost, nil); err == nil {
+		t.Fatal("the old password still works: the broker did not change")
+	}
+	// ...and the live connection takes the new one from the file.
+	writeFile(t, f.dir, "password", secretB+"\n")
+	if _, err := f.auth(rt, host, &first); err != nil {
+		t.Fatalf("re-authentication with the rotated password: %v", err)
+	}
+	if err := metadata(rt); err != nil {
+		t.Errorf("Metadata: %v", err)
+	}
+	if f.o.Ready() != nil {
+		t.Errorf("Ready after the rotation: %v", f.o.Ready())
+	}
+}
+
+// TestSwappedFiles: a username that is the password would name the
+// principal with the secret in every log line; it is refused.
+func TestSwappedFiles(t *testing.T) {
+	f := newFixture(t, Plain, secretA, secretA)
+	b := newStubBroker()
+	res, err := f.auth(b.rt, "b:9092", nil)
+	if err == nil || !strings.Contains(err.Error(), "same value") || res.Principal != "" {
+		t.Fatalf("Authenticate = %+v, %v; want an error saying the files hold the same value, no principal", res, err)
+	}
+	if len(b.reqs) != 0 {
+		t.Errorf("%d requests sent with refused credentials", len(b.reqs))
+	}
 }

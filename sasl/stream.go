@@ -36,7 +36,7 @@ type deadliner interface {
 // request's version. When conn is a net.Conn, ctx's deadline and
 // cancellation bound the exchange; otherwise ctx is only checked before
 // writing. Calls are serialised: the connection carries one exchange at a
-// time.
+// time. After an error the connection's framing is unknown: close it.
 func StreamRoundTrip(conn io.ReadWriter, maxBytes int) RoundTrip {
 	s := &stream{conn: conn, max: maxBytes, f: kmsg.NewRequestFormatter(kmsg.FormatterClientID(ClientID))}
 	return s.roundTrip
@@ -62,11 +62,18 @@ func (s *stream) roundTrip(ctx context.Context, req kmsg.Request) (kmsg.Response
 		if err := d.SetDeadline(dl); err != nil {
 			return nil, err
 		}
-		// A cancellation unblocks the read by moving the deadline to
-		// now; the deadline is cleared again after, for the relay.
-		stop := context.AfterFunc(ctx, func() { _ = d.SetDeadline(time.Unix(1, 0)) })
+		// A cancellation unblocks the read by moving the deadline into
+		// the past; the deadline is cleared again after, for the relay,
+		// once that move (if it started) is over.
+		moved := make(chan struct{})
+		stop := context.AfterFunc(ctx, func() {
+			_ = d.SetDeadline(time.Unix(1, 0))
+			close(moved)
+		})
 		defer func() {
-			stop()
+			if !stop() {
+				<-moved
+			}
 			_ = d.SetDeadline(time.Time{})
 		}()
 	}
