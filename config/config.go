@@ -21,6 +21,7 @@ import (
 	"github.com/kproxy/kproxy/logging"
 	"github.com/kproxy/kproxy/policy"
 	"github.com/kproxy/kproxy/proxy"
+	"github.com/kproxy/kproxy/sasl"
 	"github.com/kproxy/kproxy/tlsconf"
 	"github.com/kproxy/kproxy/tracing"
 )
@@ -36,6 +37,7 @@ type File struct {
 	Policies  policy.Config    `yaml:"policies"`
 	TLS       tlsconf.Config   `yaml:"tls"`
 	Cluster   cluster.Config   `yaml:"cluster"`
+	SASL      sasl.Config      `yaml:"sasl"`
 }
 
 // Defaults is the configuration of an empty file.
@@ -50,6 +52,7 @@ func Defaults() File {
 		Policies:  policy.Defaults(),
 		TLS:       tlsconf.Defaults(),
 		Cluster:   cluster.Defaults(),
+		SASL:      sasl.Defaults(),
 	}
 }
 
@@ -125,6 +128,7 @@ func (f File) Validate(file string, root *yaml.Node) error {
 		{"policies", f.Policies.Validate()},
 		{"tls", f.TLS.Validate()},
 		{"cluster", f.Cluster.Validate(f.Proxy.Listen)},
+		{"sasl", f.SASL.Validate()},
 	}
 	for _, s := range sections {
 		var fe *fielderr.Error

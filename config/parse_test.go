@@ -7,6 +7,7 @@ import (
 
 	"github.com/kproxy/kproxy/cluster"
 	"github.com/kproxy/kproxy/policy"
+	"github.com/kproxy/kproxy/sasl"
 	"github.com/kproxy/kproxy/tlsconf"
 	"github.com/kproxy/kproxy/tracing"
 )
@@ -34,6 +35,8 @@ func TestLoadFull(t *testing.T) {
 	want.Correlate.MaxInFlight = 64
 	want.Admin.Listen = "0.0.0.0:9191"
 	want.Admin.Pprof = true
+	want.SASL = sasl.Config{Upstream: &sasl.Upstream{Mechanism: "SCRAM-SHA-512", UsernameFile: "/etc/kproxy/sasl/username",
+		PasswordFile: "/etc/kproxy/sasl/password"}}
 	want.Cluster = cluster.Config{NodePortBase: 19100, NodeIDs: cluster.NodeIDRange{Min: 1, Max: 12}, AdvertisedHost: "kproxy.local"}
 	want.Log.Level = "debug"
 	want.Log.Format = "console"

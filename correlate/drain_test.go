@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+	"time"
 )
 
 // TestDrainRefusesPush checks Push fails with ErrDraining once Drain was
@@ -71,5 +72,33 @@ func TestDrainRacesPush(t *testing.T) {
 		if tb.Len() != pushed {
 			t.Fatalf("round %d: %d entries, %d pushes succeeded", round, tb.Len(), pushed)
 		}
+	}
+}
+
+// TestWaitEmpty: a connection about to re-authenticate waits until every
+// request it sent is answered, and kproxy's own entry goes through the
+// table like any other.
+func TestWaitEmpty(t *testing.T) {
+	tb := New(4)
+	if err := tb.WaitEmpty(time.Millisecond); err != nil {
+		t.Fatalf("empty table: %v", err)
+	}
+	id, _ := tb.Push(Entry{Kind: Forwarded, APIKey: 1})
+	if err := tb.WaitEmpty(time.Millisecond); err != ErrBusy {
+		t.Fatalf("with one in flight: %v, want ErrBusy", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- tb.WaitEmpty(time.Minute) }()
+	if _, err := tb.Pop(respFrame(id)); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("after the answer: %v", err)
+	}
+	reply := make(chan []byte, 1)
+	own, _ := tb.Push(Entry{Kind: Own, APIKey: 17, Reply: reply})
+	e, err := tb.Pop(respFrame(own))
+	if err != nil || e.Kind != Own || e.Reply == nil {
+		t.Fatalf("own entry popped as %+v, %v", e, err)
 	}
 }

@@ -13,6 +13,10 @@ const (
 	// RawToken: a SASL token sent after SaslHandshake v0; its answer is
 	// the next upstream frame, which has no header.
 	RawToken
+	// Own: kproxy's own request on the connection (a SASL
+	// re-authentication); its response goes to Reply, never to the
+	// client.
+	Own
 )
 
 // Entry is one request awaiting its response.
@@ -40,4 +44,6 @@ type Entry struct {
 	// Amend, when set, rewrites the response before it is written (a
 	// produce whose refused partitions must be added back).
 	Amend func(frame []byte) []byte
+	// Reply receives a copy of the response frame of an Own entry.
+	Reply chan<- []byte
 }

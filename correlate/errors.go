@@ -8,6 +8,9 @@ import (
 // ErrClosed is returned by a table that has been closed.
 var ErrClosed = errors.New("in-flight table closed")
 
+// ErrBusy is WaitEmpty's timeout: requests are still in flight.
+var ErrBusy = errors.New("requests still in flight")
+
 // ErrUnexpectedResponse is a response that arrived with nothing in flight.
 var ErrUnexpectedResponse = errors.New("response with no request in flight")
 

@@ -115,6 +115,13 @@ func (t *Table) WaitRoom(d time.Duration) error {
 	return t.wait(d, ErrFull, func() bool { return t.n == t.max })
 }
 
+// WaitEmpty blocks until nothing is in flight (nil), the table is closed
+// (ErrClosed), or d has passed (ErrBusy): a connection about to
+// re-authenticate lets every request it sent be answered first.
+func (t *Table) WaitEmpty(d time.Duration) error {
+	return t.wait(d, ErrBusy, func() bool { return t.n > 0 })
+}
+
 // wait blocks while blocked (called under mu) holds, until the table is
 // closed (ErrClosed) or d has passed (timeout). Every pop wakes it to look
 // again; only the request side waits, so one waiter at a time.
@@ -224,4 +231,12 @@ func (t *Table) Close() []Entry {
 	}
 	close(t.room) // after the pops above, which signal it
 	return left
+}
+
+// Closed reports whether Close was called: a wait for an own entry's
+// answer ends then.
+func (t *Table) Closed() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.closed
 }

@@ -59,6 +59,11 @@ type Cluster struct {
 	// UpstreamCASecret is the Secret holding the brokers' CA (ca.crt);
 	// empty: the system roots.
 	UpstreamCASecret string
+	// SASLSecret is the Secret holding the credentials kproxy
+	// authenticates to the brokers with, SASLMechanism the mechanism
+	// (sasl.upstream); empty: no SASL origination.
+	SASLSecret    string
+	SASLMechanism string
 }
 
 // The upstream CA Secret's volume, and where the sidecar mounts it:
@@ -89,7 +94,8 @@ const (
 // kproxy.io/mode: cluster would otherwise inject a broker-pod sidecar).
 var (
 	brokerOnly  = []string{AnnotationUpstreamPort}
-	clusterOnly = []string{AnnotationBootstrap, AnnotationNodePortBase, AnnotationNodeIDs, AnnotationUpstreamTLS, AnnotationUpstreamCASecret}
+	clusterOnly = []string{AnnotationBootstrap, AnnotationNodePortBase, AnnotationNodeIDs, AnnotationUpstreamTLS, AnnotationUpstreamCASecret,
+		AnnotationSASLSecret, AnnotationSASLMechanism}
 )
 
 // mode reads AnnotationMode and refuses the other mode's annotations.
@@ -161,6 +167,9 @@ func cluster(ann map[string]string, listen int) (*Cluster, error) {
 			return nil, fmt.Errorf("annotation %s needs TLS to the brokers, and %s is \"false\"", AnnotationUpstreamCASecret, AnnotationUpstreamTLS)
 		}
 		c.UpstreamTLS, c.UpstreamCASecret = true, name
+	}
+	if err := saslUpstream(ann, c); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
@@ -239,7 +248,7 @@ tracing:
   # Turned on by OTEL_EXPORTER_OTLP_ENDPOINT.
   enabled: false
   sample_ratio: 0.05
-`, a.Listen, c.Bootstrap, c.NodePortBase, c.NodeIDMin, c.NodeIDMax, ClusterAdminPort) + upstreamTLS(c)
+`, a.Listen, c.Bootstrap, c.NodePortBase, c.NodeIDMin, c.NodeIDMax, ClusterAdminPort) + upstreamTLS(c) + saslSection(c)
 }
 
 // upstreamTLS is the tls: section of a client-pod kproxy.yaml, if any.

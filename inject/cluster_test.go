@@ -76,6 +76,14 @@ type clusterFile struct {
 			CAFile string `json:"ca_file"`
 		} `json:"upstream"`
 	} `json:"tls"`
+	SASL *struct {
+		Upstream *struct {
+			Mechanism    string `json:"mechanism"`
+			UsernameFile string `json:"username_file"`
+			PasswordFile string `json:"password_file"`
+			TokenFile    string `json:"token_file"`
+		} `json:"upstream"`
+	} `json:"sasl"`
 }
 
 // clusterProblems says how a client-pod pod template differs from what
@@ -133,7 +141,70 @@ func clusterProblems(tmpl corev1.PodTemplateSpec, want Asked) []string {
 	case c.UpstreamCASecret != "" && f.TLS.Upstream.CAFile != UpstreamCADir+"/ca.crt":
 		out = append(out, "tls.upstream.ca_file is not the CA Secret's ca.crt:\n"+raw)
 	}
-	return out
+	return append(out, saslFileProblems(f, c, raw)...)
+}
+
+// saslFileProblems says how the generated kproxy.yaml's sasl: section
+// differs from what c asks: none without a SASL Secret, else the
+// mechanism and the files of the Secret mounted at SASLDir that it reads
+// (username and password, or the token for OAUTHBEARER), nothing else.
+func saslFileProblems(f clusterFile, c *Cluster, raw string) []string {
+	switch {
+	case c.SASLSecret == "" && f.SASL != nil:
+		return []string{"a sasl: section, and no SASL Secret asked:\n" + raw}
+	case c.SASLSecret == "":
+		return nil
+	case f.SASL == nil || f.SASL.Upstream == nil:
+		return []string{"no sasl.upstream, and a SASL Secret asked:\n" + raw}
+	}
+	u := *f.SASL.Upstream
+	want := u
+	want.Mechanism = c.SASLMechanism
+	if c.SASLMechanism == "OAUTHBEARER" {
+		want.UsernameFile, want.PasswordFile, want.TokenFile = "", "", SASLDir+"/token"
+	} else {
+		want.UsernameFile, want.PasswordFile, want.TokenFile = SASLDir+"/username", SASLDir+"/password", ""
+	}
+	if u != want {
+		return []string{"sasl.upstream is not the mechanism and the Secret's files asked:\n" + raw}
+	}
+	return nil
+}
+
+// saslProblems says how the pod spec's wiring of the SASL credentials
+// differs from what secret asks ("" for none): its Secret volume, all of
+// its keys, mounted whole (no subPath, so a rotation reaches kproxy) and
+// read-only at SASLDir in the sidecar, and in no other container.
+func saslProblems(spec corev1.PodSpec, secret string) []string {
+	var vol *corev1.Volume
+	for i := range spec.Volumes {
+		if spec.Volumes[i].Name == SASLVolumeName {
+			vol = &spec.Volumes[i]
+		}
+	}
+	var mount *corev1.VolumeMount
+	for _, c := range slices.Concat(spec.InitContainers, spec.Containers) {
+		for i := range c.VolumeMounts {
+			if c.VolumeMounts[i].Name != SASLVolumeName {
+				continue
+			}
+			if c.Name != ContainerName {
+				return []string{"container " + c.Name + " mounts the SASL credentials; only kproxy should"}
+			}
+			mount = &c.VolumeMounts[i]
+		}
+	}
+	switch {
+	case secret == "" && (vol != nil || mount != nil):
+		return []string{"no SASL Secret asked, yet a volume or mount " + SASLVolumeName}
+	case secret == "":
+		return nil
+	case vol == nil || vol.Secret == nil || vol.Secret.SecretName != secret || len(vol.Secret.Items) > 0:
+		return []string{"volume " + SASLVolumeName + ": want all of the Secret " + secret}
+	case mount == nil || mount.MountPath != SASLDir || !mount.ReadOnly || mount.SubPath != "":
+		return []string{"the sidecar does not mount the SASL Secret whole and read-only at " + SASLDir}
+	}
+	return nil
 }
 
 // upstreamCAProblems says how the pod spec's wiring of the brokers' CA
@@ -167,6 +238,14 @@ func upstreamCAProblems(spec corev1.PodSpec, secret string) []string {
 	return nil
 }
 
+// Credentials the validate test lays out: a password to look for in
+// kproxy's output, and an unsigned JWT (header {"alg":"none"}, subject
+// app) for OAUTHBEARER.
+const (
+	saslPassword = "s3cret-never-printed"
+	unsignedJWT  = "eyJhbGciOiJub25lIn0.eyJzdWIiOiJhcHAifQ."
+)
+
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
 
 // The client-pod output decodes strictly, and each workload's sidecar,
@@ -193,7 +272,7 @@ func TestClusterOutput(t *testing.T) {
 
 	payments := objs["Deployment/payments"].(*appsv1.Deployment).Spec.Template
 	want = Asked{Listen: 9093, Secret: "payments-kproxy-tls", Cluster: &Cluster{Bootstrap: "kafka-bootstrap.streaming.svc:9093", NodePortBase: 9300, NodeIDMin: 1, NodeIDMax: 3,
-		UpstreamTLS: true, UpstreamCASecret: "streaming-cluster-ca-cert"}}
+		UpstreamTLS: true, UpstreamCASecret: "streaming-cluster-ca-cert", SASLSecret: "payments-kafka-user", SASLMechanism: "SCRAM-SHA-512"}}
 	if p := clusterProblems(payments, want); len(p) > 0 {
 		t.Errorf("payments: %v", p)
 	}
@@ -204,7 +283,7 @@ func TestClusterOutput(t *testing.T) {
 	for _, v := range payments.Spec.Volumes {
 		names = append(names, v.Name)
 	}
-	if !slices.Equal(names, []string{"scratch", VolumeName, TLSVolumeName, UpstreamCAVolumeName}) {
+	if !slices.Equal(names, []string{"scratch", VolumeName, TLSVolumeName, UpstreamCAVolumeName, SASLVolumeName}) {
 		t.Errorf("payments volumes %v: want the user's first, then kproxy's", names)
 	}
 	if p := upstreamCAProblems(payments.Spec, "streaming-cluster-ca-cert"); len(p) > 0 {
@@ -213,6 +292,19 @@ func TestClusterOutput(t *testing.T) {
 	if p := upstreamCAProblems(orders.Spec, ""); len(p) > 0 {
 		t.Errorf("orders: %v", p)
 	}
+	if p := saslProblems(payments.Spec, "payments-kafka-user"); len(p) > 0 {
+		t.Errorf("payments: %v", p)
+	}
+	if p := saslProblems(orders.Spec, ""); len(p) > 0 {
+		t.Errorf("orders: %v", p)
+	}
+
+	audit := objs["Deployment/audit"].(*appsv1.Deployment).Spec.Template
+	want = Asked{Listen: 9092, Cluster: &Cluster{Bootstrap: "kafka.example.com:9096", NodePortBase: 9100, NodeIDMax: 99, UpstreamTLS: true,
+		SASLSecret: "audit-kafka-token", SASLMechanism: "OAUTHBEARER"}}
+	if p := slices.Concat(clusterProblems(audit, want), saslProblems(audit.Spec, "audit-kafka-token"), tlsProblems(audit.Spec, ""), upstreamCAProblems(audit.Spec, "")); len(p) > 0 {
+		t.Errorf("audit: %v", p)
+	}
 
 	kafka := objs["StatefulSet/kafka"].(*appsv1.StatefulSet).Spec.Template
 	if len(kafka.Spec.InitContainers) != 1 || !reflect.DeepEqual(kafka.Spec.InitContainers[0], Sidecar(Defaults(), Asked{Listen: 9092, Upstream: 19092})) {
@@ -220,6 +312,9 @@ func TestClusterOutput(t *testing.T) {
 	}
 	if _, ok := kafka.Annotations[AnnotationClusterConfig]; ok || kafka.Spec.Volumes[0].ConfigMap == nil {
 		t.Errorf("kafka (mode: broker): a generated config or no ConfigMap: %+v", kafka)
+	}
+	if p := saslProblems(kafka.Spec, ""); len(p) > 0 {
+		t.Errorf("kafka (mode: broker): %v", p)
 	}
 }
 
@@ -322,6 +417,16 @@ func TestClusterBadAnnotations(t *testing.T) {
 		{"CA secret with upstream TLS off", cluster(AnnotationUpstreamCASecret, "ca", AnnotationUpstreamTLS, "false"), "kproxy.io/upstream-ca-secret needs TLS to the brokers"},
 		{"upstream TLS in broker mode", map[string]string{AnnotationUpstreamTLS: "true"}, "annotation kproxy.io/upstream-tls is not used in broker mode"},
 		{"CA secret in broker mode", map[string]string{AnnotationMode: ModeBroker, AnnotationUpstreamCASecret: "ca"}, "annotation kproxy.io/upstream-ca-secret is not used in broker mode"},
+		{"SASL mechanism without a secret", cluster(AnnotationSASLMechanism, "PLAIN"), "annotation kproxy.io/sasl-mechanism needs kproxy.io/sasl-secret"},
+		{"SASL secret without a mechanism", cluster(AnnotationSASLSecret, "creds"), "annotation kproxy.io/sasl-secret needs kproxy.io/sasl-mechanism (one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER)"},
+		{"unknown SASL mechanism", cluster(AnnotationSASLSecret, "creds", AnnotationSASLMechanism, "GSSAPI"), `annotation kproxy.io/sasl-mechanism="GSSAPI": want one of PLAIN`},
+		{"SASL mechanism in lower case", cluster(AnnotationSASLSecret, "creds", AnnotationSASLMechanism, "scram-sha-512"), AnnotationSASLMechanism},
+		{"empty SASL mechanism", cluster(AnnotationSASLSecret, "creds", AnnotationSASLMechanism, ""), AnnotationSASLMechanism},
+		{"bad SASL secret", cluster(AnnotationSASLSecret, "creds/user", AnnotationSASLMechanism, "PLAIN"), AnnotationSASLSecret},
+		{"empty SASL secret", cluster(AnnotationSASLSecret, "", AnnotationSASLMechanism, "PLAIN"), AnnotationSASLSecret},
+		{"SASL secret in broker mode", map[string]string{AnnotationSASLSecret: "creds", AnnotationSASLMechanism: "PLAIN"}, "is not used in broker mode"},
+		{"SASL secret alone in broker mode", map[string]string{AnnotationMode: ModeBroker, AnnotationSASLSecret: "creds"}, "annotation kproxy.io/sasl-secret is not used in broker mode"},
+		{"SASL mechanism alone in broker mode", map[string]string{AnnotationSASLMechanism: "SCRAM-SHA-256"}, "annotation kproxy.io/sasl-mechanism is not used in broker mode"},
 	} {
 		in := annotated(c.ann)
 		if _, err := Manifest(in, Defaults()); err == nil || !strings.Contains(err.Error(), c.want) {
@@ -346,6 +451,10 @@ func TestClusterBadAnnotations(t *testing.T) {
 		cluster(AnnotationNodeIDs, "1000-5095", AnnotationNodePortBase, "10000"), // 4096 ids
 		cluster(AnnotationNodeIDs, "2147483547-2147483646"),
 		cluster(AnnotationNodePortBase, "9093"), // just past the bootstrap port
+		cluster(AnnotationSASLSecret, "creds", AnnotationSASLMechanism, "PLAIN"),
+		cluster(AnnotationSASLSecret, "creds", AnnotationSASLMechanism, "SCRAM-SHA-256"),
+		cluster(AnnotationSASLSecret, "creds", AnnotationSASLMechanism, "SCRAM-SHA-512"),
+		cluster(AnnotationSASLSecret, "creds", AnnotationSASLMechanism, "OAUTHBEARER"),
 	} {
 		if _, err := Manifest(annotated(ann), Defaults()); err != nil {
 			t.Errorf("%v: %v", ann, err)
@@ -441,11 +550,12 @@ func TestModeSwitch(t *testing.T) {
 	}
 }
 
-// Dropping the TLS and CA annotations of a client pod removes their
-// volumes (both in one patch), mounts and flags, and the tls: section of
-// the generated kproxy.yaml; dropping only the CA Secret (which alone
-// asked for TLS to the brokers) keeps TLS from the application.
-// kproxy-inject and the webhook agree.
+// Dropping the TLS, CA and SASL annotations of a client pod removes
+// their volumes (all in one patch), mounts and flags, and the tls: and
+// sasl: sections of the generated kproxy.yaml; dropping only the CA
+// Secret (which alone asked for TLS to the brokers) keeps TLS from the
+// application and SASL; dropping only the SASL annotations keeps both
+// TLS Secrets. kproxy-inject and the webhook agree.
 func TestClusterSecretsOff(t *testing.T) {
 	out, err := os.ReadFile("testdata/cluster-out.yaml")
 	if err != nil {
@@ -453,34 +563,49 @@ func TestClusterSecretsOff(t *testing.T) {
 	}
 	payments := docs(out)[1]
 	tlsLine, caLine := []byte("    kproxy.io/tls-secret: payments-kproxy-tls\n"), []byte("    kproxy.io/upstream-ca-secret: streaming-cluster-ca-cert\n")
-	if !bytes.Contains(payments, tlsLine) || !bytes.Contains(payments, caLine) {
-		t.Fatalf("want the payments Deployment, with both Secrets, second in testdata/cluster-out.yaml:\n%s", payments)
+	saslLines := [][]byte{[]byte("    kproxy.io/sasl-secret: payments-kafka-user\n"), []byte("    kproxy.io/sasl-mechanism: SCRAM-SHA-512\n")}
+	for _, line := range append([][]byte{tlsLine, caLine}, saslLines...) {
+		if !bytes.Contains(payments, line) {
+			t.Fatalf("want the payments Deployment, with %q, second in testdata/cluster-out.yaml:\n%s", line, payments)
+		}
 	}
-	asked := Asked{Listen: 9093, Cluster: &Cluster{Bootstrap: "kafka-bootstrap.streaming.svc:9093", NodePortBase: 9300, NodeIDMin: 1, NodeIDMax: 3}}
+	without := func(lines ...[]byte) []byte {
+		doc := payments
+		for _, l := range lines {
+			doc = bytes.Replace(doc, l, nil, 1)
+		}
+		return doc
+	}
+	check := func(name string, doc []byte, asked Asked) []corev1.Volume {
+		t.Helper()
+		spec := throughBoth(t, doc)
+		tmpl := corev1.PodTemplateSpec{Spec: spec}
+		tmpl.Annotations = templateAnnotations(t, doc)
+		c := asked.Cluster
+		if p := slices.Concat(clusterProblems(tmpl, asked), tlsProblems(spec, asked.Secret), upstreamCAProblems(spec, c.UpstreamCASecret), saslProblems(spec, c.SASLSecret)); len(p) > 0 {
+			t.Errorf("%s: %v", name, p)
+		}
+		return spec.Volumes
+	}
+	plain := Cluster{Bootstrap: "kafka-bootstrap.streaming.svc:9093", NodePortBase: 9300, NodeIDMin: 1, NodeIDMax: 3}
 
-	both := bytes.Replace(bytes.Replace(payments, tlsLine, nil, 1), caLine, nil, 1)
-	spec := throughBoth(t, both)
-	tmpl := corev1.PodTemplateSpec{Spec: spec}
-	tmpl.Annotations = templateAnnotations(t, both)
-	if p := slices.Concat(clusterProblems(tmpl, asked), tlsProblems(spec, ""), upstreamCAProblems(spec, "")); len(p) > 0 {
-		t.Errorf("both Secrets off: %v", p)
-	}
+	vols := check("every Secret off", without(tlsLine, caLine, saslLines[0], saslLines[1]), Asked{Listen: 9093, Cluster: &plain})
 	var names []string
-	for _, v := range spec.Volumes {
+	for _, v := range vols {
 		names = append(names, v.Name)
 	}
 	if !slices.Equal(names, []string{"scratch", VolumeName}) {
-		t.Errorf("both Secrets off: volumes %v", names)
+		t.Errorf("every Secret off: volumes %v", names)
 	}
 
-	caOnly := bytes.Replace(payments, caLine, nil, 1)
-	spec = throughBoth(t, caOnly)
-	tmpl = corev1.PodTemplateSpec{Spec: spec}
-	tmpl.Annotations = templateAnnotations(t, caOnly)
-	asked.Secret = "payments-kproxy-tls" // and plaintext to the brokers: the CA Secret alone asked for TLS
-	if p := slices.Concat(clusterProblems(tmpl, asked), tlsProblems(spec, "payments-kproxy-tls"), upstreamCAProblems(spec, "")); len(p) > 0 {
-		t.Errorf("CA Secret off: %v", p)
-	}
+	// Plaintext to the brokers: the CA Secret alone asked for TLS.
+	scram := plain
+	scram.SASLSecret, scram.SASLMechanism = "payments-kafka-user", "SCRAM-SHA-512"
+	check("CA Secret off", without(caLine), Asked{Listen: 9093, Secret: "payments-kproxy-tls", Cluster: &scram})
+
+	tlsBoth := plain
+	tlsBoth.UpstreamTLS, tlsBoth.UpstreamCASecret = true, "streaming-cluster-ca-cert"
+	check("SASL off", without(saslLines...), Asked{Listen: 9093, Secret: "payments-kproxy-tls", Cluster: &tlsBoth})
 }
 
 // templateAnnotations is the pod template's annotations once doc is
@@ -508,7 +633,7 @@ func initNames(spec corev1.PodSpec) []string {
 
 // The injected client-pod sidecar is the one in examples/k8s/client-pod,
 // and its generated kproxy.yaml says what that example's does (for the
-// example's bootstrap), so the two cannot drift apart.
+// example's bootstrap and SASL Secret), so the two cannot drift apart.
 func TestClusterMatchesExample(t *testing.T) {
 	raw, err := os.ReadFile("../examples/k8s/client-pod/kproxy-sidecar.yaml")
 	if err != nil {
@@ -529,6 +654,21 @@ func TestClusterMatchesExample(t *testing.T) {
 	}
 	upstream, _ := exampleCfg["proxy"].(map[string]any)["upstream"].(string)
 	a := Asked{Listen: 9092, Cluster: &Cluster{Bootstrap: upstream, NodePortBase: 9100, NodeIDMax: 99}}
+	// The example authenticates with a Secret of its own: the injector's
+	// kproxy.io/sasl-secret and kproxy.io/sasl-mechanism.
+	sasl, _ := exampleCfg["sasl"].(map[string]any)
+	a.Cluster.SASLMechanism, _ = sasl["upstream"].(map[string]any)["mechanism"].(string)
+	for _, v := range patch.Spec.Template.Spec.Volumes {
+		if v.Name == SASLVolumeName && v.Secret != nil {
+			a.Cluster.SASLSecret = v.Secret.SecretName
+		}
+	}
+	if a.Cluster.SASLSecret == "" || a.Cluster.SASLMechanism == "" {
+		t.Fatalf("the example has no %s Secret volume or no sasl.upstream.mechanism", SASLVolumeName)
+	}
+	if !slices.ContainsFunc(patch.Spec.Template.Spec.Volumes, func(v corev1.Volume) bool { return reflect.DeepEqual(v, saslVolume(a.Cluster)) }) {
+		t.Errorf("the example's volumes %+v lack the injector's %+v", patch.Spec.Template.Spec.Volumes, saslVolume(a.Cluster))
+	}
 	got := Sidecar(Defaults(), a)
 	if !reflect.DeepEqual(got, example) {
 		gj, _ := json.MarshalIndent(got, "", " ")
@@ -546,9 +686,10 @@ func TestClusterMatchesExample(t *testing.T) {
 
 // kproxy itself, built from this repository, agrees with the injector
 // on the generated client-pod kproxy.yaml: with the sidecar's command line
-// (TLS flags included, the Secret laid out as the kubelet does), kproxy
-// validate accepts every file whose ports the injector accepts, and
-// refuses every one the injector refuses.
+// (TLS flags included, the Secrets laid out as the kubelet does), kproxy
+// validate accepts every file whose ports the injector accepts, with
+// every SASL mechanism (without printing the password), and refuses every
+// one the injector refuses.
 func TestClusterConfigValidates(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "kproxy")
 	if out, err := exec.Command("go", "build", "-C", "..", "-o", bin, "./cmd/kproxy").CombinedOutput(); err != nil {
@@ -564,30 +705,50 @@ func TestClusterConfigValidates(t *testing.T) {
 	roots := Asked{Listen: 9092, Cluster: &Cluster{Bootstrap: "b-1.example.com:9094", NodePortBase: 9100, NodeIDMax: 99, UpstreamTLS: true}}
 	withCA := Asked{Listen: 9092, Secret: "s", Cluster: &Cluster{Bootstrap: "kafka-bootstrap:9093", NodePortBase: 9100, NodeIDMax: 99, UpstreamTLS: true, UpstreamCASecret: "ca"}}
 	ca := selfSigned(t)[0]
+	sasl := func(mech string) Asked {
+		return Asked{Listen: 9092, Cluster: &Cluster{Bootstrap: "b-1.example.com:9096", NodePortBase: 9100, NodeIDMax: 99, UpstreamTLS: true,
+			SASLSecret: "creds", SASLMechanism: mech}}
+	}
 	for _, c := range []struct {
 		name string
 		a    Asked
 		ca   []byte // the CA Secret's ca.crt, for a.Cluster.UpstreamCASecret
-		ok   bool   // kproxy and the injector take it
+		// creds are the SASL Secret's keys, for a.Cluster.SASLSecret;
+		// nil: username, password and token.
+		creds map[string][]byte
+		ok    bool // kproxy and the injector take it
 	}{
-		{"defaults", Asked{Listen: 9092, Cluster: &Cluster{Bootstrap: "kafka-bootstrap:9092", NodePortBase: 9100, NodeIDMax: 99}}, nil, true},
-		{"TLS, IPv6 bootstrap, a few ids", Asked{Listen: 9093, Secret: "s", Cluster: &Cluster{Bootstrap: "[fd00::7]:9094", NodePortBase: 9300, NodeIDMin: 1, NodeIDMax: 3}}, nil, true},
-		{"ports up to 65535", Asked{Listen: 9092, Cluster: &Cluster{Bootstrap: "k:9092", NodePortBase: 65436, NodeIDMax: 99}}, nil, true},
-		{"4096 ids", Asked{Listen: 9092, Cluster: &Cluster{Bootstrap: "k:9092", NodePortBase: 10000, NodeIDMin: 1000, NodeIDMax: 5095}}, nil, true},
-		{"the highest ids", Asked{Listen: 9092, Cluster: &Cluster{Bootstrap: "k:9092", NodePortBase: 9100, NodeIDMin: 2147483547, NodeIDMax: 2147483646}}, nil, true},
-		{"TLS to the brokers, system roots", roots, nil, true},
-		{"TLS both ways, CA from a Secret", withCA, ca, true},
-		{"a CA Secret whose ca.crt is no certificate", withCA, []byte("not a certificate\n"), false},
-		{"node ports over admin", Asked{Listen: 9092, Cluster: &Cluster{Bootstrap: "k:9092", NodePortBase: 9250, NodeIDMax: 99}}, nil, false},
-		{"node ports over listen", Asked{Listen: 9092, Cluster: &Cluster{Bootstrap: "k:9092", NodePortBase: 9050, NodeIDMax: 99}}, nil, false},
-		{"node ports past 65535", Asked{Listen: 9092, Cluster: &Cluster{Bootstrap: "k:9092", NodePortBase: 65437, NodeIDMax: 99}}, nil, false},
-		{"4097 ids", Asked{Listen: 9092, Cluster: &Cluster{Bootstrap: "k:9092", NodePortBase: 10000, NodeIDMax: 4096}}, nil, false},
+		{"defaults", Asked{Listen: 9092, Cluster: &Cluster{Bootstrap: "kafka-bootstrap:9092", NodePortBase: 9100, NodeIDMax: 99}}, nil, nil, true},
+		{"TLS, IPv6 bootstrap, a few ids", Asked{Listen: 9093, Secret: "s", Cluster: &Cluster{Bootstrap: "[fd00::7]:9094", NodePortBase: 9300, NodeIDMin: 1, NodeIDMax: 3}}, nil, nil, true},
+		{"ports up to 65535", Asked{Listen: 9092, Cluster: &Cluster{Bootstrap: "k:9092", NodePortBase: 65436, NodeIDMax: 99}}, nil, nil, true},
+		{"4096 ids", Asked{Listen: 9092, Cluster: &Cluster{Bootstrap: "k:9092", NodePortBase: 10000, NodeIDMin: 1000, NodeIDMax: 5095}}, nil, nil, true},
+		{"the highest ids", Asked{Listen: 9092, Cluster: &Cluster{Bootstrap: "k:9092", NodePortBase: 9100, NodeIDMin: 2147483547, NodeIDMax: 2147483646}}, nil, nil, true},
+		{"TLS to the brokers, system roots", roots, nil, nil, true},
+		{"TLS both ways, CA from a Secret", withCA, ca, nil, true},
+		{"SASL PLAIN", sasl("PLAIN"), nil, nil, true},
+		{"SASL SCRAM-SHA-256", sasl("SCRAM-SHA-256"), nil, nil, true},
+		{"SASL SCRAM-SHA-512", sasl("SCRAM-SHA-512"), nil, nil, true},
+		{"SASL OAUTHBEARER", sasl("OAUTHBEARER"), nil, nil, true},
+		{"SASL OAUTHBEARER, a Secret without token", sasl("OAUTHBEARER"), nil, map[string][]byte{"username": []byte("app"), "password": []byte(saslPassword)}, false},
+		{"SASL SCRAM, a Secret with an empty password", sasl("SCRAM-SHA-512"), nil, map[string][]byte{"username": []byte("app"), "password": nil}, false},
+		{"a CA Secret whose ca.crt is no certificate", withCA, []byte("not a certificate\n"), nil, false},
+		{"node ports over admin", Asked{Listen: 9092, Cluster: &Cluster{Bootstrap: "k:9092", NodePortBase: 9250, NodeIDMax: 99}}, nil, nil, false},
+		{"node ports over listen", Asked{Listen: 9092, Cluster: &Cluster{Bootstrap: "k:9092", NodePortBase: 9050, NodeIDMax: 99}}, nil, nil, false},
+		{"node ports past 65535", Asked{Listen: 9092, Cluster: &Cluster{Bootstrap: "k:9092", NodePortBase: 65437, NodeIDMax: 99}}, nil, nil, false},
+		{"4097 ids", Asked{Listen: 9092, Cluster: &Cluster{Bootstrap: "k:9092", NodePortBase: 10000, NodeIDMax: 4096}}, nil, nil, false},
 	} {
 		if err := os.WriteFile(cfg, []byte(ClusterConfig(c.a)), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		if c.a.Cluster.UpstreamCASecret != "" {
 			secretDir(t, filepath.Join(root, strings.TrimPrefix(UpstreamCADir, "/")), map[string][]byte{"ca.crt": c.ca})
+		}
+		if c.a.Cluster.SASLSecret != "" {
+			creds := c.creds
+			if creds == nil {
+				creds = map[string][]byte{"username": []byte("app"), "password": []byte(saslPassword), "token": []byte(unsignedJWT)}
+			}
+			secretDir(t, filepath.Join(root, strings.TrimPrefix(SASLDir, "/")), creds)
 		}
 		args := Sidecar(Defaults(), c.a).Args
 		args[0] = "validate"
@@ -596,10 +757,10 @@ func TestClusterConfigValidates(t *testing.T) {
 				args[i] = filepath.Join(root, arg)
 			}
 		}
-		// The generated file names the CA where the pod mounts it; here
-		// that is under root.
-		if c.a.Cluster.UpstreamCASecret != "" {
-			moved := strings.Replace(ClusterConfig(c.a), UpstreamCADir, filepath.Join(root, UpstreamCADir), 1)
+		// The generated file names the CA and the credentials where the
+		// pod mounts them; here that is under root.
+		if c.a.Cluster.UpstreamCASecret != "" || c.a.Cluster.SASLSecret != "" {
+			moved := strings.NewReplacer(UpstreamCADir+"/", filepath.Join(root, UpstreamCADir)+"/", SASLDir+"/", filepath.Join(root, SASLDir)+"/").Replace(ClusterConfig(c.a))
 			if err := os.WriteFile(cfg, []byte(moved), 0o600); err != nil {
 				t.Fatal(err)
 			}
@@ -608,7 +769,10 @@ func TestClusterConfigValidates(t *testing.T) {
 		if (err == nil) != c.ok {
 			t.Errorf("%s: kproxy %q: %v, want ok=%v\n%s\n%s", c.name, args, err, c.ok, out, ClusterConfig(c.a))
 		}
-		if c.ca != nil {
+		if strings.Contains(string(out), saslPassword) {
+			t.Errorf("%s: kproxy validate printed the password:\n%s", c.name, out)
+		}
+		if c.ca != nil || c.creds != nil {
 			continue // the injector cannot see the Secret's content
 		}
 		if ierr := c.a.Cluster.check(c.a.Listen); (ierr == nil) != c.ok {

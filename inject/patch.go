@@ -19,9 +19,9 @@ func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
 // the sidecar and volumes already as they would be made). Its operations
 // touch only the init containers and volumes, by whole element, and in
 // cluster mode the pod template's AnnotationClusterConfig, so they apply
-// to the object exactly as the user or the API server wrote it. A TLS
-// or CA Secret volume, or a generated config annotation, left from an
-// injection whose annotation is gone is removed.
+// to the object exactly as the user or the API server wrote it. A TLS,
+// CA or SASL Secret volume, or a generated config annotation, left from
+// an injection whose annotation is gone is removed.
 func Patch(raw []byte, o Options, strict bool) ([]jsonpatch.Operation, error) {
 	ok, err := wants(raw, strict)
 	if err != nil || !ok {
@@ -71,6 +71,9 @@ func Patch(raw []byte, o Options, strict bool) ([]jsonpatch.Operation, error) {
 	}
 	if a.Cluster == nil || a.Cluster.UpstreamCASecret == "" {
 		unasked = append(unasked, UpstreamCAVolumeName)
+	}
+	if a.Cluster == nil || a.Cluster.SASLSecret == "" {
+		unasked = append(unasked, SASLVolumeName)
 	}
 	// After the replaces above, so their indexes still hold.
 	return drop(ops, pod+"/volumes", vols, unasked...)

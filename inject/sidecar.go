@@ -180,6 +180,9 @@ func Sidecar(o Options, a Asked) corev1.Container {
 	if a.Cluster != nil && a.Cluster.UpstreamCASecret != "" {
 		mounts = append(mounts, corev1.VolumeMount{Name: UpstreamCAVolumeName, MountPath: UpstreamCADir, ReadOnly: true})
 	}
+	if a.Cluster != nil && a.Cluster.SASLSecret != "" {
+		mounts = append(mounts, corev1.VolumeMount{Name: SASLVolumeName, MountPath: SASLDir, ReadOnly: true})
+	}
 	return corev1.Container{
 		Name:            ContainerName,
 		Image:           o.Image,
@@ -210,7 +213,8 @@ func Sidecar(o Options, a Asked) corev1.Container {
 
 // Volumes are the pod volumes the sidecar mounts: the ConfigMap (in
 // cluster mode, the generated kproxy.yaml from the pod's annotation
-// instead) and, when asked, the TLS Secret and the brokers' CA Secret.
+// instead) and, when asked, the TLS Secret, the brokers' CA Secret and
+// the SASL credentials Secret.
 func Volumes(o Options, a Asked) []corev1.Volume {
 	v := []corev1.Volume{{Name: VolumeName, VolumeSource: corev1.VolumeSource{
 		ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: o.ConfigMap}}}}}
@@ -224,6 +228,9 @@ func Volumes(o Options, a Asked) []corev1.Volume {
 	if a.Cluster != nil && a.Cluster.UpstreamCASecret != "" {
 		v = append(v, corev1.Volume{Name: UpstreamCAVolumeName, VolumeSource: corev1.VolumeSource{
 			Secret: &corev1.SecretVolumeSource{SecretName: a.Cluster.UpstreamCASecret}}})
+	}
+	if a.Cluster != nil && a.Cluster.SASLSecret != "" {
+		v = append(v, saslVolume(a.Cluster))
 	}
 	return v
 }

@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"slices"
+
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kproxy/kproxy/framing"
@@ -11,8 +13,10 @@ import (
 // kproxy would have to guess at (an acks=0 Produce of an unknown version
 // would be taken to expect a response). With hideUnknown (see
 // Engine.HidesUnknownAPIs) it also drops the APIs kproxy does not know at
-// all. It returns frame itself when there is nothing to change.
-func ClampVersions(frame []byte, version int16, hideUnknown bool) []byte {
+// all, and it drops the APIs in hidden (the SASL APIs while kproxy
+// authenticates to the broker itself). It returns frame itself when there
+// is nothing to change.
+func ClampVersions(frame []byte, version int16, hideUnknown bool, hidden []int16) []byte {
 	resp, err := framing.DecodeResponse(frame, framing.KeyApiVersions, version)
 	if err != nil || resp == nil {
 		return frame
@@ -23,6 +27,9 @@ func ClampVersions(frame []byte, version int16, hideUnknown bool) []byte {
 	for _, k := range r.ApiKeys {
 		max := framing.MaxVersion(k.ApiKey)
 		switch {
+		case slices.Contains(hidden, k.ApiKey):
+			changed = true
+			continue
 		case max < 0 && hideUnknown:
 			changed = true
 			continue

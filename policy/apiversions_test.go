@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -20,7 +21,7 @@ func TestClampVersions(t *testing.T) {
 		{ApiKey: 30000, MinVersion: 0, MaxVersion: 9}, // unknown key: left alone
 	}
 	frame := EncodeResponse(resp, 5)
-	out := ClampVersions(frame, 3, false)
+	out := ClampVersions(frame, 3, false, nil)
 	back, err := framing.DecodeResponse(out, framing.KeyApiVersions, 3)
 	if err != nil || framing.ResponseCorrelationID(out) != 5 {
 		t.Fatalf("clamped answer: %v", err)
@@ -32,7 +33,7 @@ func TestClampVersions(t *testing.T) {
 	// Nothing to lower: the frame comes back as it was.
 	resp.ApiKeys = resp.ApiKeys[1:2]
 	same := EncodeResponse(resp, 6)
-	if got := ClampVersions(same, 3, false); &got[0] != &same[0] {
+	if got := ClampVersions(same, 3, false, nil); &got[0] != &same[0] {
 		t.Fatal("an answer needing no change was re-encoded")
 	}
 }
@@ -48,7 +49,7 @@ func TestClampVersionsHidesUnknownAPIs(t *testing.T) {
 		{ApiKey: 18, MinVersion: 0, MaxVersion: 3},
 		{ApiKey: 30000, MinVersion: 0, MaxVersion: 9},
 	}
-	out := ClampVersions(EncodeResponse(resp, 5), 3, true)
+	out := ClampVersions(EncodeResponse(resp, 5), 3, true, nil)
 	back, err := framing.DecodeResponse(out, framing.KeyApiVersions, 3)
 	if err != nil {
 		t.Fatal(err)
@@ -59,5 +60,27 @@ func TestClampVersionsHidesUnknownAPIs(t *testing.T) {
 	}
 	if len(keys) != 2 || keys[0] != 0 || keys[1] != 18 {
 		t.Fatalf("keys offered %v, want [0 18]", keys)
+	}
+}
+
+// TestClampVersionsHides: the APIs kproxy keeps from clients (the SASL
+// ones while it authenticates to the broker itself) are left out.
+func TestClampVersionsHides(t *testing.T) {
+	resp := kmsg.NewPtrApiVersionsResponse()
+	resp.Version = 3
+	for _, k := range []int16{0, 17, 18, 36, 38} {
+		resp.ApiKeys = append(resp.ApiKeys, kmsg.ApiVersionsResponseApiKey{ApiKey: k, MaxVersion: 1})
+	}
+	out := ClampVersions(EncodeResponse(resp, 9), 3, false, []int16{17, 36, 38})
+	got, err := framing.DecodeResponse(out, framing.KeyApiVersions, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []int16
+	for _, k := range got.(*kmsg.ApiVersionsResponse).ApiKeys {
+		keys = append(keys, k.ApiKey)
+	}
+	if !slices.Equal(keys, []int16{0, 18}) {
+		t.Fatalf("offered %v, want [0 18]", keys)
 	}
 }

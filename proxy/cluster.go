@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"strconv"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/kproxy/kproxy/cluster"
+	"github.com/kproxy/kproxy/sasl"
 )
 
 // SetCluster makes the server front a whole cluster: proxy.listen becomes
@@ -158,6 +160,11 @@ func (s *Server) discover() error {
 	tc, err := s.tls.dial(c, s.cfg.Upstream, dl, false)
 	if err != nil {
 		return err
+	}
+	if s.sasl != nil {
+		if _, err := s.sasl.Authenticate(ctx, sasl.StreamRoundTrip(tc, s.framing.MaxResponseBytes), hostOf(s.cfg.Upstream), nil); err != nil {
+			return fmt.Errorf("authenticating to the bootstrap: %w", err)
+		}
 	}
 	brokers, err := cluster.Discover(tc, s.framing.MaxResponseBytes)
 	if err != nil {

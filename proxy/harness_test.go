@@ -118,6 +118,27 @@ func startTracedKfake(t testing.TB, kopts []kfake.Opt, tr *tracing.Tracer, opts 
 	return env
 }
 
+// startKfakeWith is startKfake with setup run on the server before it
+// listens, and started run on kfake before any client connects.
+func startKfakeWith(t testing.TB, kopts []kfake.Opt, setup func(*Server), started func(*kfake.Cluster), opts ...envOpt) *testEnv {
+	t.Helper()
+	b, err := embedded.Reserve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := startProxyWith(t, b.Addr(), nil, setup, opts...)
+	c, err := b.Start(env.addr, kopts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	env.cluster = c
+	if started != nil {
+		started(c)
+	}
+	return env
+}
+
 // requests is the number of requests kproxy read for an API name.
 func (e *testEnv) requests(api string) float64 {
 	return testutil.ToFloat64(e.m.relay.Requests.WithLabelValues(api))

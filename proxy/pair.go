@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/kproxy/kproxy/relay"
+	"github.com/kproxy/kproxy/sasl"
 	"github.com/kproxy/kproxy/tracing"
 )
 
@@ -118,13 +119,29 @@ func (l *listener) onConnect(ctx context.Context, client netpoll.Connection) con
 		log.Error().Err(err).Str("upstream", addr).Msg("upstream dial failed; client connection reset")
 		return ctx
 	}
+	var auth sasl.Result
+	if s.sasl != nil {
+		if auth, err = s.authenticate(up, addr, &log); err != nil {
+			up.Close()
+			s.unreserve()
+			refuse(client)
+			return ctx
+		}
+	}
 	p := &pair{s: s, client: client, upstream: up, opened: time.Now(), done: make(chan struct{})}
-	p.log = log.With().Str("upstream", up.LocalAddr().String()+">"+addr).Logger()
+	plog := log.With().Str("upstream", up.LocalAddr().String()+">"+addr)
+	if s.sasl != nil {
+		plog = plog.Str("upstream_principal", auth.Principal)
+	}
+	p.log = plog.Logger()
 	var peer *tracing.Peer
 	if s.tracer.On() {
 		peer = tracing.NewPeer(client.RemoteAddr().String(), addr, s.topics)
 	}
 	p.sess = relay.New(l.env, p, p.log, peer)
+	if s.sasl != nil {
+		s.armSasl(p.sess, peer, addr, auth)
+	}
 	if why := register(s, s.pairs, p); why != "" {
 		s.unreserve()
 		refuse(client)

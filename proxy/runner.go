@@ -80,6 +80,9 @@ func (p *pair) clientInline() bool {
 	if p.sess.Sasl() {
 		return false // frames may have to wait for the broker's answer
 	}
+	if p.sess.ReauthDue() {
+		return false // the upstream re-authenticates first, waiting for its answers
+	}
 	k, largest, keys, ok := wholeFrames(p.client.Reader(), p.s.framing.MaxRequestBytes, true)
 	if !ok || keys.handshake || !p.sess.Room(k) {
 		return false // a SaslHandshake v0 would hold the frames behind it

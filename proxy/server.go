@@ -17,6 +17,7 @@ import (
 	"github.com/kproxy/kproxy/framing"
 	"github.com/kproxy/kproxy/policy"
 	"github.com/kproxy/kproxy/relay"
+	"github.com/kproxy/kproxy/sasl"
 	"github.com/kproxy/kproxy/tracing"
 )
 
@@ -47,6 +48,10 @@ type Server struct {
 	kick    chan struct{}
 	// discoverGap is discoverGap, or what a test sets.
 	discoverGap time.Duration
+
+	// sasl, when set, authenticates every upstream connection (see
+	// SetSasl).
+	sasl *sasl.Originator
 
 	draining atomic.Bool
 	// tls, when it speaks TLS on either side, has the listeners' pairs
@@ -175,9 +180,15 @@ func (s *Server) Ready(ctx context.Context) error {
 	case s.draining.Load():
 		return errors.New("draining")
 	}
-	if s.tls.on() {
-		if err := s.readyStream(ctx); err != nil {
+	if s.tls.on() || s.sasl != nil {
+		var auth errAuth
+		if err := s.readyStream(ctx); errors.As(err, &auth) {
+			return fmt.Errorf("upstream %s: authentication (%s) failing: %w", s.cfg.Upstream, s.sasl.Mechanism(), auth.error)
+		} else if err != nil {
 			return fmt.Errorf("upstream %s unreachable: %w", s.cfg.Upstream, err)
+		}
+		if err := s.sasl.Ready(); err != nil {
+			return fmt.Errorf("upstream authentication failing: %w", err)
 		}
 	} else {
 		var d net.Dialer

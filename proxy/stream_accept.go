@@ -9,6 +9,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/kproxy/kproxy/relay"
+	"github.com/kproxy/kproxy/sasl"
 	"github.com/kproxy/kproxy/tracing"
 )
 
@@ -72,6 +73,15 @@ func (s *Server) onStream(l *listener, raw net.Conn) {
 		l.dialFailed()
 		return
 	}
+	var auth sasl.Result
+	if s.sasl != nil {
+		if auth, err = s.authenticate(up, addr, &log); err != nil {
+			up.Close()
+			s.unreserve()
+			resetConn(raw)
+			return
+		}
+	}
 	plog := log.With().Str("upstream", up.LocalAddr().String()+">"+addr)
 	var peer *tracing.Peer
 	if s.tracer.On() {
@@ -81,8 +91,14 @@ func (s *Server) onStream(l *listener, raw net.Conn) {
 		plog = plog.Str("principal", names[0])
 		peer.SetPrincipal(names[0])
 	}
+	if s.sasl != nil {
+		plog = plog.Str("upstream_principal", auth.Principal)
+	}
 	st := newStream(s, plog.Logger(), client, up)
 	st.sess = relay.New(l.env, st, st.log, peer)
+	if s.sasl != nil {
+		s.armSasl(st.sess, peer, addr, auth)
+	}
 	st.sess.SetPrincipals(names)
 	if why := register(s, s.streams, st); why != "" {
 		s.unreserve()
@@ -120,7 +136,7 @@ func (s *Server) dialStream(ctx context.Context, log zerolog.Logger, addr string
 }
 
 // readyStream checks the upstream as a pair would reach it, TLS
-// handshake included.
+// handshake and SASL authentication included.
 func (s *Server) readyStream(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, min(s.cfg.DialTimeout, 2*time.Second))
 	defer cancel()
@@ -135,7 +151,14 @@ func (s *Server) readyStream(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return tc.Close()
+	defer tc.Close()
+	if s.sasl != nil {
+		tc.SetDeadline(dl)
+		if _, err := s.sasl.Authenticate(ctx, sasl.StreamRoundTrip(tc, s.framing.MaxResponseBytes), hostOf(s.cfg.Upstream), nil); err != nil {
+			return errAuth{err}
+		}
+	}
+	return nil
 }
 
 // resetConn closes a client kproxy will not serve with a TCP reset (see
@@ -146,3 +169,9 @@ func resetConn(c net.Conn) {
 	}
 	c.Close()
 }
+
+// errAuth is a readiness check that reached the upstream and failed to
+// authenticate to it.
+type errAuth struct{ error }
+
+func (e errAuth) Unwrap() error { return e.error }

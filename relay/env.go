@@ -27,6 +27,12 @@ type Env struct {
 	// responses to kproxy's own listeners (cluster.Fronting); nil when
 	// kproxy fronts one broker, which costs the relay nothing.
 	Addresses AddressRewriter
+	// Originating is set when kproxy authenticates to the broker itself
+	// (sasl.upstream): a client's own SaslHandshake and SaslAuthenticate
+	// are answered ILLEGAL_SASL_STATE, and the APIs in Hidden are left
+	// out of the ApiVersions answers clients see.
+	Originating bool
+	Hidden      []int16
 	// MaxUnread is max_unread_bytes: a session waiting (full table, SASL
 	// answer) fails with ErrOverflow when the client's unread input
 	// passes it.

@@ -17,6 +17,13 @@ import (
 // driver from another goroutine. correlate.ErrDraining means the frame was
 // not sent, nor may any after it be.
 func (s *Session) Request(frame []byte, up *Batch, mayWait bool) error {
+	if mayWait && s.reauth != nil && s.ReauthDue() {
+		// A relay that may not wait leaves it to the next that may: a
+		// driver sends batches to one once ReauthDue says so.
+		if err := s.reauthenticate(up); err != nil {
+			return err
+		}
+	}
 	s.in.bytes += int64(len(frame))
 	if s.table.Sasl() {
 		raw, err := s.saslToken(frame, up, mayWait)
@@ -58,6 +65,10 @@ func (s *Session) Request(frame []byte, up *Batch, mayWait bool) error {
 				e.SaslRounds = correlate.HandshakeRounds(frame[h.BodyOffset:])
 			}
 		}
+	}
+	if s.env.Originating && (h.APIKey == framing.KeySaslHandshake || h.APIKey == framing.KeySaslAuthenticate) {
+		withSpan(&e, span)
+		return s.refuseSasl(&body, e, up, mayWait)
 	}
 	eng := s.env.Policies.Load()
 	if !mayWait && s.rules != nil {
@@ -144,6 +155,38 @@ func (s *Session) queueResponse(resp kmsg.Response, e correlate.Entry, v policy.
 	s.log.Debug().Str("rule", v.Rule).Str("api", framing.Name(e.APIKey)).Int16("error_code", v.Code).Str("reason", v.Reason).Msg("request refused by policy")
 	s.in.apply(s) // count the request before its answer
 	return s.link.Answer(!mayWait)
+}
+
+// errIllegalSaslState is Kafka's ILLEGAL_SASL_STATE.
+const errIllegalSaslState int16 = 34
+
+// saslRefusal is why a client's own SASL is refused while kproxy
+// authenticates to the broker itself.
+const saslRefusal = "kproxy authenticates to the broker itself (sasl.upstream): connect without SASL"
+
+// refuseSasl answers a client's SaslHandshake or SaslAuthenticate while
+// kproxy originates SASL: the broker never sees it, so a client cannot
+// change the connection's principal.
+func (s *Session) refuseSasl(body *framing.Body, e correlate.Entry, up *Batch, mayWait bool) error {
+	v := policy.Verdict{Rule: "sasl.upstream", Code: errIllegalSaslState, Reason: saslRefusal}
+	req, err := body.Request()
+	if err != nil || req == nil {
+		s.env.Tracer.Fail(spanOf(e), "kproxy.policy_rejected")
+		return PolicyCloseError{v}
+	}
+	resp, ok := policy.ErrorResponse(req, v.Code)
+	if !ok {
+		s.env.Tracer.Fail(spanOf(e), "kproxy.policy_rejected")
+		return PolicyCloseError{v}
+	}
+	if a, isAuth := resp.(*kmsg.SASLAuthenticateResponse); isAuth {
+		msg := saslRefusal
+		a.ErrorMessage = &msg
+	}
+	if sp := spanOf(e); sp != nil {
+		sp.Policy(v.Rule, "reject", v.Reason)
+	}
+	return s.queueResponse(resp, e, v, up, mayWait)
 }
 
 // partial returns the produce request when a verdict refuses only some of

@@ -20,6 +20,10 @@ func (s *Session) Response(frame []byte, out *Batch) error {
 	if err != nil {
 		return err
 	}
+	if e.Kind == correlate.Own { // kproxy's own request: never the client's
+		e.Reply <- append([]byte(nil), frame...)
+		return nil
+	}
 	s.out.inFlight--
 	if e.Kind != correlate.RawToken {
 		framing.SetResponseCorrelationID(frame, e.ClientID)
@@ -30,7 +34,7 @@ func (s *Session) Response(frame []byte, out *Batch) error {
 			frame = e.Amend(frame)
 		}
 		if e.APIKey == framing.KeyApiVersions {
-			frame = policy.ClampVersions(frame, e.APIVersion, s.env.Policies.Load().HidesUnknownAPIs())
+			frame = policy.ClampVersions(frame, e.APIVersion, s.env.Policies.Load().HidesUnknownAPIs(), s.env.Hidden)
 		}
 		if s.env.Addresses != nil {
 			if frame, err = s.env.Addresses.Rewrite(frame, e.APIKey, e.APIVersion); err != nil {

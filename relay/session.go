@@ -59,6 +59,10 @@ type Session struct {
 	mutedUntil int64
 	rules      *policy.Engine
 	in         tally // the requests of the batch being relayed
+	// reauth re-authenticates the upstream connection from reauthAt
+	// (unix nanoseconds; 0: never), read by a driver's runner too.
+	reauth   Reauth
+	reauthAt atomic.Int64
 
 	// Owned by the client writer: the responses of the batch being
 	// written, and the traced ones among them, whose spans end once the

@@ -96,6 +96,20 @@ func (p *Peer) SetPrincipal(name string) {
 	}
 }
 
+// UpstreamPrincipalKey is the span attribute naming the principal kproxy
+// authenticated as to the broker (sasl.upstream): the username, or the
+// token's subject.
+const UpstreamPrincipalKey = attribute.Key("kproxy.upstream.principal")
+
+// SetUpstreamPrincipal adds the principal kproxy authenticated as to the
+// broker to every span of the pair; nil-safe. Call it before the pair's
+// first request.
+func (p *Peer) SetUpstreamPrincipal(name string) {
+	if p != nil && name != "" {
+		p.attrs = append(p.attrs, UpstreamPrincipalKey.String(name))
+	}
+}
+
 // Span is a traced request waiting for its response. The OpenTelemetry
 // span is built only when the pair completes, with its start time set back
 // to the request's: one allocation of attributes instead of growing them

@@ -18,6 +18,7 @@ import (
 	"github.com/kproxy/kproxy/logging"
 	"github.com/kproxy/kproxy/policy"
 	"github.com/kproxy/kproxy/proxy"
+	"github.com/kproxy/kproxy/sasl"
 	"github.com/kproxy/kproxy/tlsconf"
 	"github.com/kproxy/kproxy/tracing"
 )
@@ -70,6 +71,12 @@ func start(cfg config.File, spans sdktrace.SpanExporter) (*service, error) {
 		certs.Close()
 		return nil, err
 	}
+	orig, err := sasl.New(cfg.SASL, sasl.NewMetrics(reg), log)
+	if err != nil {
+		certs.Close()
+		return nil, err
+	}
+	srv.SetSasl(orig)
 	if err := srv.Listen(); err != nil {
 		certs.Close()
 		return nil, err

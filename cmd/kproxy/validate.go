@@ -27,6 +27,11 @@ func validate(args []string) error {
 	if err := f.TLS.Check(time.Now()); err != nil {
 		return fmt.Errorf("%s: %w", o.config, err)
 	}
+	// The credentials files must be there to read; what they hold is
+	// never printed.
+	if err := f.SASL.Check(); err != nil {
+		return fmt.Errorf("%s: %w", o.config, err)
+	}
 	fmt.Printf("%s: ok\n", o.config)
 	if c := f.Cluster; c.On() {
 		first, _ := c.Port(c.NodeIDs.Min)

@@ -113,6 +113,9 @@ type clientConfig struct {
 	Admin struct {
 		Listen string `json:"listen"`
 	} `json:"admin"`
+	SASL *struct {
+		Upstream *saslUpstream `json:"upstream"`
+	} `json:"sasl"`
 }
 
 // The client pod is wired to its kproxy.yaml: kproxy is a native sidecar
@@ -257,24 +260,55 @@ func configMapFile(t *testing.T, spec corev1.PodSpec, kp *corev1.Container, conf
 	return ""
 }
 
-// kproxy validate accepts the client pod's kproxy.yaml, and refuses it
-// with its node ports moved over the admin port (so the check can fail).
+// kproxy validate accepts the client pod's kproxy.yaml, with its SASL
+// credentials files where the config names them (a directory holding
+// the Secret's keys as files), without printing the password; and
+// refuses it without the password file, and with its node ports moved
+// over the admin port (so the check can fail).
 func TestClientPodKproxyValidate(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "kproxy")
 	if out, err := exec.Command("go", "build", "-o", bin, "github.com/kproxy/kproxy/cmd/kproxy").CombinedOutput(); err != nil {
 		t.Fatalf("go build kproxy: %v\n%s", err, out)
 	}
 	file := filepath.Join(clientPodDir, "kproxy.yaml")
-	out, err := exec.Command(bin, "validate", "--config", file).CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "kproxy.yaml: ok") {
-		t.Fatalf("kproxy validate %s: %v\n%s", file, err, out)
-	}
 	raw, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	bad := strings.Replace(string(raw), "node_port_base: 9100", "node_port_base: 9250", 1)
-	if bad == string(raw) {
+	const password = "s3cret-never-printed"
+	creds := t.TempDir()
+	for k, v := range map[string]string{"username": "app", "password": password} {
+		if err := os.WriteFile(filepath.Join(creds, k), []byte(v), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	body := strings.ReplaceAll(string(raw), "/etc/kproxy/sasl/", creds+"/")
+	if strings.Count(body, creds) < 2 {
+		t.Fatalf("%s names no credentials files in /etc/kproxy/sasl/", file)
+	}
+	good := filepath.Join(t.TempDir(), "kproxy.yaml")
+	if err := os.WriteFile(good, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(bin, "validate", "--config", good).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "kproxy.yaml: ok") {
+		t.Fatalf("kproxy validate %s: %v\n%s", file, err, out)
+	}
+	if strings.Contains(string(out), password) {
+		t.Errorf("kproxy validate printed the password:\n%s", out)
+	}
+	// validate reads the files: a Secret without the password fails.
+	if err := os.Remove(filepath.Join(creds, "password")); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(bin, "validate", "--config", good).CombinedOutput(); err == nil || !strings.Contains(string(out), "password_file") {
+		t.Errorf("kproxy validate with no password file: %v, want a failure naming password_file\n%s", err, out)
+	}
+	if err := os.WriteFile(filepath.Join(creds, "password"), []byte(password), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	bad := strings.Replace(body, "node_port_base: 9100", "node_port_base: 9250", 1)
+	if bad == body {
 		t.Fatalf("%s: no node_port_base: 9100 to move", file)
 	}
 	badFile := filepath.Join(t.TempDir(), "kproxy.yaml")

@@ -50,6 +50,8 @@ func objects(t *testing.T, file string) []any {
 			obj = &corev1.ConfigMap{}
 		case "v1 Pod":
 			obj = &corev1.Pod{}
+		case "v1 Secret":
+			obj = &corev1.Secret{}
 		default:
 			t.Fatalf("%s document %d: unexpected %s %s", file, i+1, meta.APIVersion, meta.Kind)
 		}

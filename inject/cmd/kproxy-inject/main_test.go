@@ -38,3 +38,30 @@ func TestRun(t *testing.T) {
 		t.Errorf("--serve without TLS: %v", err)
 	}
 }
+
+// A manifest whose client-pod SASL annotations are wrong is refused with
+// an error naming the annotation, and nothing is written.
+func TestRunBadSASL(t *testing.T) {
+	const dep = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: x\n  annotations:\n    kproxy.io/inject: \"true\"\n" +
+		"    kproxy.io/mode: cluster\n    kproxy.io/bootstrap: kafka:9092\n%s" +
+		"spec:\n  selector: {}\n  template:\n    metadata:\n      labels: {app: x}\n    spec:\n      containers: []\n"
+	for _, c := range []struct{ ann, want string }{
+		{"    kproxy.io/sasl-mechanism: SCRAM-SHA-512\n", "-: document 1: Deployment: annotation kproxy.io/sasl-mechanism needs kproxy.io/sasl-secret"},
+		{"    kproxy.io/sasl-secret: creds\n", "-: document 1: Deployment: annotation kproxy.io/sasl-secret needs kproxy.io/sasl-mechanism"},
+		{"    kproxy.io/sasl-secret: creds\n    kproxy.io/sasl-mechanism: KERBEROS\n", `-: document 1: Deployment: annotation kproxy.io/sasl-mechanism="KERBEROS"`},
+	} {
+		var out bytes.Buffer
+		in := strings.Replace(dep, "%s", c.ann, 1)
+		if err := run("-", "", "", "", inject.Defaults(), strings.NewReader(in), &out); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: err %v, want one with %q", c.ann, err, c.want)
+		}
+		if out.Len() > 0 {
+			t.Errorf("%q: wrote %s", c.ann, out.Bytes())
+		}
+	}
+	var out bytes.Buffer
+	ok := strings.Replace(dep, "%s", "    kproxy.io/sasl-secret: creds\n    kproxy.io/sasl-mechanism: PLAIN\n", 1)
+	if err := run("-", "", "", "", inject.Defaults(), strings.NewReader(ok), &out); err != nil || !strings.Contains(out.String(), "mechanism: PLAIN") {
+		t.Errorf("PLAIN with a Secret: %v\n%s", err, out.Bytes())
+	}
+}

@@ -1,0 +1,103 @@
+package proxy
+
+import (
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kproxy/kproxy/sasl"
+)
+
+// originEnv is kproxy authenticating to a SASL-only kfake with credentials
+// it reads from files, in front of clients configured without SASL.
+type originEnv struct {
+	*testEnv
+	sm       *sasl.Metrics
+	reg      *prometheus.Registry
+	dir      string // the credentials files
+	keys     func(key int16) int
+	password string
+}
+
+// rightPassword is alice's password at the broker.
+const rightPassword = "s3cr3t-Pa55"
+
+// startOrigin runs kfake with SASL on (user alice, password, mechanism
+// mech, and kopts) and kproxy originating mech with alice's credentials.
+func startOrigin(t testing.TB, mech, password string, kopts []kfake.Opt, opts ...envOpt) *originEnv {
+	t.Helper()
+	dir := t.TempDir()
+	writeSecret(t, dir, "username", "alice")
+	writeSecret(t, dir, "password", password)
+	reg := prometheus.NewRegistry()
+	sm := sasl.NewMetrics(reg)
+	orig, err := sasl.New(sasl.Config{Upstream: &sasl.Upstream{Mechanism: mech,
+		UsernameFile: filepath.Join(dir, "username"), PasswordFile: filepath.Join(dir, "password")}}, sm, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	kopts = append([]kfake.Opt{kfake.EnableSASL(), kfake.Superuser(mech, "alice", rightPassword)}, kopts...)
+	var keys func(int16) int
+	env := startKfakeWith(t, kopts, func(s *Server) { s.SetSasl(orig) }, func(c *kfake.Cluster) { keys = countRequests(c) }, opts...)
+	return &originEnv{testEnv: env, sm: sm, reg: reg, dir: dir, keys: keys, password: password}
+}
+
+func writeSecret(t testing.TB, dir, name, value string) {
+	t.Helper()
+	// A new file renamed over the old, as a Secret volume's swap does.
+	tmp := filepath.Join(dir, "."+name+".tmp")
+	if err := os.WriteFile(tmp, []byte(value), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// auths is kproxy's count of authentications of a kind and result.
+func (e *originEnv) auths(kind, result string) float64 {
+	mf, err := e.reg.Gather()
+	if err != nil {
+		return -1
+	}
+	for _, f := range mf {
+		if f.GetName() != "kproxy_sasl_authentications_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["kind"] == kind && labels["result"] == result {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
+}
+
+// countRequests counts every request of each key kfake receives, leaving
+// it to answer them.
+func countRequests(c *kfake.Cluster) func(key int16) int {
+	var mu sync.Mutex
+	n := map[int16]int{}
+	c.Control(func(kreq kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		mu.Lock()
+		n[kreq.Key()]++
+		mu.Unlock()
+		return nil, nil, false
+	})
+	return func(key int16) int {
+		mu.Lock()
+		defer mu.Unlock()
+		return n[key]
+	}
+}

@@ -1,0 +1,186 @@
+package relay
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kproxy/kproxy/correlate"
+	"github.com/kproxy/kproxy/framing"
+)
+
+// RoundTrip sends one of kproxy's own requests on the session's upstream
+// connection and returns its decoded response.
+type RoundTrip func(ctx context.Context, req kmsg.Request) (kmsg.Response, error)
+
+// Reauth re-authenticates the session's upstream connection through rt
+// (SaslHandshake and SaslAuthenticate as kproxy's own requests) and says
+// when to do it next (zero: never again). The driver makes it from the
+// SASL originator and the connection's last authentication.
+type Reauth func(ctx context.Context, rt RoundTrip) (next time.Time, err error)
+
+// reauthTimeout bounds one re-authentication once the connection is idle.
+const reauthTimeout = 30 * time.Second
+
+// ReauthError is a re-authentication that failed: the connection is
+// closed, as the broker would close it once the session expires.
+type ReauthError struct{ Err error }
+
+func (e ReauthError) Error() string { return "upstream re-authentication failed: " + e.Err.Error() }
+func (e ReauthError) Unwrap() error { return e.Err }
+
+// SetReauth arms the re-authentication of the upstream connection at at
+// (zero: never), done by fn. The driver calls it before the relay starts.
+func (s *Session) SetReauth(at time.Time, fn Reauth) {
+	s.reauth = fn
+	s.setReauthAt(at)
+}
+
+func (s *Session) setReauthAt(at time.Time) {
+	if at.IsZero() {
+		s.reauthAt.Store(0)
+		return
+	}
+	s.reauthAt.Store(at.UnixNano())
+}
+
+// ReauthDue reports whether the upstream connection must re-authenticate
+// before the next request: a driver relays such a batch where it may
+// wait, never on the poller. Without re-authentication it reads no clock.
+func (s *Session) ReauthDue() bool {
+	at := s.reauthAt.Load()
+	return at != 0 && time.Now().UnixNano() >= at
+}
+
+// reauthenticate holds the client's requests back (as a throttle does),
+// waits until every request sent is answered, re-authenticates the
+// upstream connection with kproxy's own requests, whose answers never
+// reach the client, and lets the client go on.
+func (s *Session) reauthenticate(up *Batch) error {
+	s.CountRequests()
+	if err := s.link.FlushUp(up); err != nil {
+		return err
+	}
+	for {
+		s.link.WaitStart()
+		err := s.table.WaitEmpty(backpressurePoll)
+		s.link.WaitEnd()
+		if err == nil {
+			break
+		}
+		if err != correlate.ErrBusy {
+			return err
+		}
+		if err := s.waitBounds(); err != nil {
+			return err
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), reauthTimeout)
+	defer cancel()
+	next, err := s.reauth(ctx, s.ownRoundTrip)
+	if err != nil {
+		return ReauthError{err}
+	}
+	s.setReauthAt(next)
+	s.log.Debug().Time("next", next).Msg("upstream re-authenticated")
+	return nil
+}
+
+// waitBounds ends a wait whose client sent too much meanwhile or left.
+func (s *Session) waitBounds() error {
+	if s.link.Unread() > s.env.MaxUnread {
+		return ErrOverflow
+	}
+	if s.link.Gone() {
+		return ErrClientGone
+	}
+	return nil
+}
+
+// ownFormatter frames kproxy's own requests.
+var ownFormatter = kmsg.NewRequestFormatter(kmsg.FormatterClientID("kproxy"))
+
+// ownRoundTrip sends req as kproxy's own entry in the table and waits for
+// its answer, which Response hands over instead of relaying it.
+func (s *Session) ownRoundTrip(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	reply := make(chan []byte, 1)
+	id, err := s.table.Push(correlate.Entry{Kind: correlate.Own, APIKey: req.Key(), APIVersion: req.GetVersion(),
+		Start: time.Now(), Reply: reply})
+	if err != nil {
+		return nil, err
+	}
+	b := Batch{ownFormatter.AppendRequest(nil, req, id)}
+	if err := s.link.FlushUp(&b); err != nil {
+		return nil, err
+	}
+	tick := time.NewTicker(backpressurePoll)
+	defer tick.Stop()
+	for {
+		s.link.WaitStart()
+		var frame []byte
+		select {
+		case frame = <-reply:
+		case <-ctx.Done():
+		case <-tick.C:
+		}
+		s.link.WaitEnd()
+		switch {
+		case frame != nil:
+			return decodeOwn(req, frame)
+		case ctx.Err() != nil:
+			return nil, fmt.Errorf("no answer to %s: %w", kmsg.NameForKey(req.Key()), ctx.Err())
+		case s.table.Closed():
+			return nil, correlate.ErrClosed
+		}
+		if err := s.waitBounds(); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// decodeOwn reads the answer to one of kproxy's own requests.
+func decodeOwn(req kmsg.Request, frame []byte) (kmsg.Response, error) {
+	resp := req.ResponseKind()
+	resp.SetVersion(req.GetVersion())
+	off := framing.SizeLen + 4
+	if framing.ResponseHeaderVersion(req.Key(), req.GetVersion()) == 1 {
+		off = skipTags(frame, off)
+	}
+	if off < 0 || off > len(frame) {
+		return nil, errors.New("own response: shorter than its header")
+	}
+	if err := resp.ReadFrom(frame[off:]); err != nil {
+		return nil, fmt.Errorf("decoding %s: %w", kmsg.NameForKey(req.Key()), err)
+	}
+	return resp, nil
+}
+
+// skipTags steps over a tagged-field section at off, or returns -1.
+func skipTags(b []byte, off int) int {
+	uv := func() uint64 {
+		if off < 0 || off >= len(b) {
+			off = -1
+			return 0
+		}
+		v, n := binary.Uvarint(b[off:])
+		if n <= 0 {
+			off = -1
+			return 0
+		}
+		off += n
+		return v
+	}
+	for n := uv(); n > 0 && off >= 0; n-- {
+		uv()
+		size := uv()
+		if off < 0 || size > uint64(len(b)-off) {
+			return -1
+		}
+		off += int(size)
+	}
+	return off
+}

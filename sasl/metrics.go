@@ -1,0 +1,49 @@
+package sasl
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// Metrics are the SASL origination collectors. A nil *Metrics counts
+// nothing, for tests and tools that do not serve metrics.
+type Metrics struct {
+	auths *prometheus.CounterVec
+	// byKind[reauth][ok] saves a label lookup per authentication.
+	byKind [2][2]prometheus.Counter
+}
+
+// Authentication kinds and results, the label values of
+// kproxy_sasl_authentications_total.
+const (
+	KindInitial = "initial"
+	KindReauth  = "reauth"
+	ResultOK    = "ok"
+	ResultError = "error"
+)
+
+// NewMetrics registers the collectors with reg. Every series exists from
+// the start, at 0, so an alert on a rate sees it.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{auths: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kproxy_sasl_authentications_total",
+		Help: "SASL authentications kproxy ran to brokers (sasl.upstream), by kind (initial: a new connection; reauth: KIP-368 re-authentication of a live one) and result (ok, error)."},
+		[]string{"kind", "result"})}
+	reg.MustRegister(m.auths)
+	for i, kind := range []string{KindInitial, KindReauth} {
+		for j, result := range []string{ResultError, ResultOK} {
+			m.byKind[i][j] = m.auths.WithLabelValues(kind, result)
+		}
+	}
+	return m
+}
+
+func (m *Metrics) count(reauth, ok bool) {
+	if m == nil {
+		return
+	}
+	i, j := 0, 0
+	if reauth {
+		i = 1
+	}
+	if ok {
+		j = 1
+	}
+	m.byKind[i][j].Inc()
+}
