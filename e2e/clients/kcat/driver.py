@@ -89,10 +89,10 @@ def produce(args):
     if args.idempotent and args.acks != "all":
         raise Failure("an idempotent producer needs --acks all")
     want = count_lines(args.input)
-    # -l reads FILE split by -D (newline) into records, each split at the
-    # first -K delimiter into key and value. kcat exits non-zero when a
+    # -l reads FILE (stdin without it) split by -D (newline) into records,
+    # each split at the first -K delimiter into key and value. kcat exits non-zero when a
     # record was not delivered (acks=all) or not written (acks=0).
-    cmd = [KCAT, "-P", "-q", *conn_args(args), "-t", args.topic, "-K", "\\t", "-l",
+    cmd = [KCAT, "-P", "-q", *conn_args(args), "-t", args.topic, "-K", "\\t",
            "-X", f"acks={args.acks}",
            "-X", f"compression.codec={args.compression}",
            "-X", f"enable.idempotence={'true' if args.idempotent else 'false'}",
@@ -100,7 +100,7 @@ def produce(args):
     if args.pace_ms > 0:
         returncode, stderr = produce_paced(cmd, args.input, args.pace_ms / 1000)
     else:
-        p = subprocess.run(cmd + [args.input], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=False)
+        p = subprocess.run(cmd + ["-l", args.input], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, check=False)
         returncode, stderr = p.returncode, p.stderr
     if stderr:
         sys.stderr.write(stderr)
