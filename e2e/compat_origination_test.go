@@ -40,11 +40,14 @@ import (
 //
 // Both consumers must receive every record exactly once, and at each
 // kproxy: no authentication failed; every connection was closed by its
-// client, never by kproxy or the broker; none was given up by the client
-// with requests unanswered and then replaced (a reconnect); and each
-// connection that lived harness.ReauthLifetime × originationMinReauths in
-// use (at least one per client: each runs for originationRun) made kproxy
-// re-authenticate at least originationMinReauths times.
+// client, never by kproxy or the broker; no connection took over the
+// client's traffic after one was lost (a reconnect, see checkOrigination);
+// and each connection in use for harness.ReauthLifetime ×
+// originationMinReauths (at least one per client: each runs for
+// originationRun) made kproxy re-authenticate at least
+// originationMinReauths times. kproxy's counters and log are the cell's
+// alone: kproxy re-authenticates each connection, so its counter of
+// re-authentications is read against the connections its log lists.
 //
 // The cells run at once, one per broker slot: one at a time would add
 // minutes per library to the suite. There is no direct control: a client

@@ -13,7 +13,9 @@
 //
 // TestCompat is the compatibility matrix (client × scenario × broker,
 // written to COMPAT.md; its cluster column runs on a three-node cluster
-// behind a kproxy in cluster mode), the fault tests restart kproxy and
+// behind a kproxy in cluster mode; its sasl-origination column runs every
+// library without credentials through kproxies that authenticate and
+// re-authenticate to the broker for it), the fault tests restart kproxy and
 // the broker under a producer and drop clients mid-request,
 // TestClusterBrokerRestart stops and starts a broker of the cluster under
 // a producer behind kproxy in cluster mode, and TestSpansReachJaeger
