@@ -165,6 +165,9 @@ func (s *Server) discover() error {
 		if _, err := s.sasl.Authenticate(ctx, sasl.StreamRoundTrip(tc, s.framing.MaxResponseBytes), hostOf(s.cfg.Upstream), nil); err != nil {
 			return fmt.Errorf("authenticating to the bootstrap: %w", err)
 		}
+		// The exchange clears the deadline when it ends (for a relay);
+		// the discovery that follows is bounded by it too.
+		tc.SetDeadline(dl)
 	}
 	brokers, err := cluster.Discover(tc, s.framing.MaxResponseBytes)
 	if err != nil {
