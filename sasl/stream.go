@@ -36,7 +36,9 @@ type deadliner interface {
 // request's version. When conn is a net.Conn, ctx's deadline and
 // cancellation bound the exchange; otherwise ctx is only checked before
 // writing. Calls are serialised: the connection carries one exchange at a
-// time.
+// time. Only a ctx's cancellation touches conn from another goroutine:
+// give a connection whose SetDeadline is not safe for that (netpoll's) a
+// ctx that ends only at its deadline.
 func StreamRoundTrip(conn io.ReadWriter, maxBytes int) RoundTrip {
 	s := &stream{conn: conn, max: maxBytes, f: kmsg.NewRequestFormatter(kmsg.FormatterClientID(ClientID))}
 	return s.roundTrip
@@ -63,10 +65,23 @@ func (s *stream) roundTrip(ctx context.Context, req kmsg.Request) (kmsg.Response
 			return nil, err
 		}
 		// A cancellation unblocks the read by moving the deadline to
-		// now; the deadline is cleared again after, for the relay.
-		stop := context.AfterFunc(ctx, func() { _ = d.SetDeadline(time.Unix(1, 0)) })
+		// now. An expiry needs no move (the deadline is set already),
+		// and none is made then: netpoll's SetDeadline is not safe
+		// against a read in progress, and kproxy's netpoll connections
+		// are only ever bounded by a deadline. The move is over before
+		// the deadline is cleared again after, for the relay, so it
+		// cannot land after the clear.
+		moved := make(chan struct{})
+		stop := context.AfterFunc(ctx, func() {
+			defer close(moved)
+			if errors.Is(ctx.Err(), context.Canceled) {
+				_ = d.SetDeadline(time.Unix(1, 0))
+			}
+		})
 		defer func() {
-			stop()
+			if !stop() {
+				<-moved
+			}
 			_ = d.SetDeadline(time.Time{})
 		}()
 	}
