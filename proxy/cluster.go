@@ -170,6 +170,11 @@ func (s *Server) discover() error {
 		tc.SetDeadline(dl)
 	}
 	brokers, err := cluster.Discover(tc, s.framing.MaxResponseBytes)
+	if err != nil && s.sasl != nil && errors.Is(err, cluster.ErrNeedsAuth) {
+		// Not a listener refusing an unauthenticated discovery: kproxy
+		// authenticated, and its clients' Metadata would fare no better.
+		return fmt.Errorf("cluster: the bootstrap closed the connection on Metadata after kproxy authenticated to it (%s)", s.sasl.Mechanism())
+	}
 	if err != nil {
 		return err
 	}
