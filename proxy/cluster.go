@@ -165,8 +165,16 @@ func (s *Server) discover() error {
 		if _, err := s.sasl.Authenticate(ctx, sasl.StreamRoundTrip(tc, s.framing.MaxResponseBytes), hostOf(s.cfg.Upstream), nil); err != nil {
 			return fmt.Errorf("authenticating to the bootstrap: %w", err)
 		}
+		// The exchange clears the deadline when it ends (for a relay);
+		// the discovery that follows is bounded by it too.
+		tc.SetDeadline(dl)
 	}
 	brokers, err := cluster.Discover(tc, s.framing.MaxResponseBytes)
+	if err != nil && s.sasl != nil && errors.Is(err, cluster.ErrNeedsAuth) {
+		// Not a listener refusing an unauthenticated discovery: kproxy
+		// authenticated, and its clients' Metadata would fare no better.
+		return fmt.Errorf("cluster: the bootstrap closed the connection on Metadata after kproxy authenticated to it (%s)", s.sasl.Mechanism())
+	}
 	if err != nil {
 		return err
 	}
