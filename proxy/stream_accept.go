@@ -152,7 +152,7 @@ func (s *Server) readyStream(ctx context.Context) error {
 		return err
 	}
 	defer tc.Close()
-	if s.sasl != nil {
+	if s.sasl != nil && !s.sasl.WorkedWithin(readyAuthFresh) {
 		tc.SetDeadline(dl)
 		if _, err := s.sasl.Authenticate(ctx, sasl.StreamRoundTrip(tc, s.framing.MaxResponseBytes), hostOf(s.cfg.Upstream), nil); err != nil {
 			return errAuth{err}
@@ -169,6 +169,11 @@ func resetConn(c net.Conn) {
 	}
 	c.Close()
 }
+
+// readyAuthFresh is how recent a working authentication spares a
+// readiness check its own login: a probe every few seconds would
+// otherwise log in at the broker each time.
+const readyAuthFresh = 30 * time.Second
 
 // errAuth is a readiness check that reached the upstream and failed to
 // authenticate to it.

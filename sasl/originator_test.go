@@ -34,9 +34,15 @@ func TestAuthenticateMechanisms(t *testing.T) {
 
 			conn, host := dial(t, c)
 			rt := StreamRoundTrip(conn, maxFrame)
+			if f.o.WorkedWithin(time.Hour) {
+				t.Fatal("WorkedWithin before any authentication")
+			}
 			res, err := f.auth(rt, host, nil)
 			if err != nil {
 				t.Fatalf("Authenticate: %v", err)
+			}
+			if !f.o.WorkedWithin(time.Hour) {
+				t.Error("WorkedWithin false after an authentication that worked")
 			}
 			if res.Principal != "alice" || res.Lifetime != 0 || res.AuthVersion != 2 {
 				t.Errorf("result %+v, want principal alice, no lifetime, SaslAuthenticate v2", res)
