@@ -189,10 +189,24 @@ func TestSaslOriginLongFetchDelaysReauth(t *testing.T) {
 // renewals the client receives exactly one frame per request it sent,
 // each with its correlation id, and kproxy's in-flight gauge comes back
 // to 0.
+// Over a TLS upstream the stream driver relays the pair.
 func TestSaslOriginReauthAnswersStayOwn(t *testing.T) {
+	for _, upTLS := range []bool{false, true} {
+		t.Run(map[bool]string{false: "netpoll", true: "tls-stream"}[upTLS], func(t *testing.T) {
+			testReauthAnswersStayOwn(t, upTLS)
+		})
+	}
+}
+
+func testReauthAnswersStayOwn(t *testing.T, upTLS bool) {
 	const topic = "own"
-	env := startOrigin(t, sasl.ScramSHA256, rightPassword, []kfake.Opt{kfake.SeedTopics(1, topic),
-		kfake.BrokerConfigs(map[string]string{"connections.max.reauth.ms": "1000"})})
+	kopts := []kfake.Opt{kfake.SeedTopics(1, topic), kfake.BrokerConfigs(map[string]string{"connections.max.reauth.ms": "1000"})}
+	var env *originEnv
+	if upTLS {
+		env = startTLSOrigin(t, sasl.ScramSHA256, kopts, nil).originEnv
+	} else {
+		env = startOrigin(t, sasl.ScramSHA256, rightPassword, kopts)
+	}
 	c := dialRaw(t, env.addr)
 	sent, got := 0, 0
 	deadline := time.Now().Add(time.Minute)
