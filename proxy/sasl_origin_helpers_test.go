@@ -108,8 +108,11 @@ func writeSecret(t testing.TB, dir, name, value string) {
 }
 
 // auths is kproxy's count of authentications of a kind and result.
-func (e *originEnv) auths(kind, result string) float64 {
-	mf, err := e.reg.Gather()
+func (e *originEnv) auths(kind, result string) float64 { return saslAuths(e.reg, kind, result) }
+
+// saslAuths is kproxy_sasl_authentications_total{kind, result} in reg.
+func saslAuths(reg *prometheus.Registry, kind, result string) float64 {
+	mf, err := reg.Gather()
 	if err != nil {
 		return -1
 	}
