@@ -86,8 +86,8 @@ func (o *keyOrder) get() []int16 {
 	return append([]int16(nil), o.keys...)
 }
 
-// sessionDue sleeps until the session of a connection authenticated at
-// `at` is past the point where kproxy re-authenticates it.
+// sessionDue sleeps until the session of a connection authenticated
+// before `at` is past the point where kproxy re-authenticates it.
 func sessionDue(at time.Time) {
 	time.Sleep(time.Until(at.Add(lifetimeMs * time.Millisecond)))
 }
@@ -107,13 +107,13 @@ func TestSaslOriginLongFetchDelaysReauth(t *testing.T) {
 		originSetup{via: func(addr string) string { tap = startTap(t, addr); return tap.addr() }})
 	order := recordKeys(env.cluster)
 	c := dialRaw(t, env.addr)
-	opened := time.Now() // kproxy authenticates as it pairs the client
 	fetch, md := longFetch(topic), metadataV9(topic)
 	if _, err := c.Write(encodeRequest(fetch, 11)); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 10*time.Second, "the Fetch at the broker", func() bool { return env.keys(1) == 1 })
-	sessionDue(opened)
+	// kproxy authenticated before it relayed the Fetch.
+	sessionDue(time.Now())
 	if _, err := c.Write(encodeRequest(md, 12)); err != nil {
 		t.Fatal(err)
 	}
@@ -255,13 +255,13 @@ func TestSaslOriginDrainDuringReauthWait(t *testing.T) {
 	env := startOrigin(t, sasl.ScramSHA512, rightPassword, []kfake.Opt{kfake.SeedTopics(1, topic),
 		kfake.BrokerConfigs(map[string]string{"connections.max.reauth.ms": "2000"})})
 	c := dialRaw(t, env.addr)
-	opened := time.Now()
 	fetch, md := longFetch(topic), metadataV9(topic)
 	if _, err := c.Write(encodeRequest(fetch, 21)); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 10*time.Second, "the Fetch at the broker", func() bool { return env.keys(1) == 1 })
-	sessionDue(opened)
+	// kproxy authenticated before it relayed the Fetch.
+	sessionDue(time.Now())
 	if _, err := c.Write(encodeRequest(md, 22)); err != nil {
 		t.Fatal(err)
 	}
