@@ -79,6 +79,13 @@ func (s *Session) reauthenticate(up *Batch) error {
 			return err
 		}
 	}
+	if s.table.Drained() {
+		// A drain began meanwhile: the connection closes now that every
+		// answer is in, and this request is not sent. Re-authenticating
+		// would fail on the draining table and be counted as a failed
+		// authentication, turning readiness false for a drain.
+		return correlate.ErrDraining
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), reauthTimeout)
 	defer cancel()
 	next, err := s.reauth(ctx, func(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
