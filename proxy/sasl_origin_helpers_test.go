@@ -4,15 +4,14 @@ import (
 	"crypto/tls"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kfake"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kproxy/kproxy/internal/embedded"
+	"github.com/kproxy/kproxy/internal/kfaketest"
 	"github.com/kproxy/kproxy/sasl"
 	"github.com/kproxy/kproxy/tracing"
 )
@@ -91,7 +90,7 @@ func startOriginWith(t testing.TB, mech, password string, kopts []kfake.Opt, o o
 	}
 	t.Cleanup(c.Close)
 	env.cluster = c
-	keys := countRequests(c)
+	keys := kfaketest.CountKeys(c)
 	return &originEnv{testEnv: env, sm: sm, reg: reg, dir: dir, keys: keys, password: password, saslLogs: saslLogs}
 }
 
@@ -131,23 +130,4 @@ func saslAuths(reg *prometheus.Registry, kind, result string) float64 {
 		}
 	}
 	return 0
-}
-
-// countRequests counts every request of each key kfake receives, leaving
-// it to answer them.
-func countRequests(c *kfake.Cluster) func(key int16) int {
-	var mu sync.Mutex
-	n := map[int16]int{}
-	c.Control(func(kreq kmsg.Request) (kmsg.Response, error, bool) {
-		c.KeepControl()
-		mu.Lock()
-		n[kreq.Key()]++
-		mu.Unlock()
-		return nil, nil, false
-	})
-	return func(key int16) int {
-		mu.Lock()
-		defer mu.Unlock()
-		return n[key]
-	}
 }
