@@ -11,7 +11,6 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/kproxy/kproxy/cluster"
-	"github.com/kproxy/kproxy/sasl"
 )
 
 // SetCluster makes the server front a whole cluster: proxy.listen becomes
@@ -149,24 +148,21 @@ func (s *Server) discoverLoop() {
 func (s *Server) discover() error {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.DialTimeout+s.framing.ReadTimeout)
 	defer cancel()
-	var d net.Dialer
-	c, err := d.DialContext(ctx, "tcp", s.cfg.Upstream)
+	tc, err := s.dialOwn(ctx, true)
+	var auth errAuth
+	if errors.As(err, &auth) {
+		return fmt.Errorf("authenticating to the bootstrap: %w", auth.error)
+	}
 	if err != nil {
 		return err
 	}
-	defer c.Close()
-	dl, _ := ctx.Deadline()
-	c.SetDeadline(dl)
-	tc, err := s.tls.dial(c, s.cfg.Upstream, dl, false)
-	if err != nil {
-		return err
-	}
-	if s.sasl != nil {
-		if _, err := s.sasl.Authenticate(ctx, sasl.StreamRoundTrip(tc, s.framing.MaxResponseBytes), hostOf(s.cfg.Upstream), nil); err != nil {
-			return fmt.Errorf("authenticating to the bootstrap: %w", err)
-		}
-	}
+	defer tc.Close()
 	brokers, err := cluster.Discover(tc, s.framing.MaxResponseBytes)
+	if err != nil && s.sasl != nil && errors.Is(err, cluster.ErrNeedsAuth) {
+		// Not a listener refusing an unauthenticated discovery: kproxy
+		// authenticated, and its clients' Metadata would fare no better.
+		return fmt.Errorf("cluster: the bootstrap closed the connection on Metadata after kproxy authenticated to it (%s)", s.sasl.Mechanism())
+	}
 	if err != nil {
 		return err
 	}

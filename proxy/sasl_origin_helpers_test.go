@@ -1,17 +1,19 @@
 package proxy
 
 import (
+	"crypto/tls"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kfake"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kproxy/kproxy/internal/embedded"
+	"github.com/kproxy/kproxy/internal/kfaketest"
 	"github.com/kproxy/kproxy/sasl"
+	"github.com/kproxy/kproxy/tracing"
 )
 
 // originEnv is kproxy authenticating to a SASL-only kfake with credentials
@@ -23,6 +25,7 @@ type originEnv struct {
 	dir      string // the credentials files
 	keys     func(key int16) int
 	password string
+	saslLogs *logBuffer // the originator's log
 }
 
 // rightPassword is alice's password at the broker.
@@ -32,20 +35,63 @@ const rightPassword = "s3cr3t-Pa55"
 // mech, and kopts) and kproxy originating mech with alice's credentials.
 func startOrigin(t testing.TB, mech, password string, kopts []kfake.Opt, opts ...envOpt) *originEnv {
 	t.Helper()
+	return startOriginWith(t, mech, password, kopts, originSetup{}, opts...)
+}
+
+// originSetup is what a test adds to startOrigin's world.
+type originSetup struct {
+	tr *tracing.Tracer
+	// via, when set, returns the address kproxy dials instead of
+	// kfake's (a tap in between).
+	via func(kfake string) string
+	// setup runs on the server before SetSasl (SetTLS).
+	setup func(*Server)
+	// broker, when set, is kfake's TLS.
+	broker *tls.Config
+}
+
+// startOriginWith is startOrigin with what o adds. The originator logs
+// to saslLogs, at debug level.
+func startOriginWith(t testing.TB, mech, password string, kopts []kfake.Opt, o originSetup, opts ...envOpt) *originEnv {
+	t.Helper()
 	dir := t.TempDir()
 	writeSecret(t, dir, "username", "alice")
 	writeSecret(t, dir, "password", password)
 	reg := prometheus.NewRegistry()
 	sm := sasl.NewMetrics(reg)
+	saslLogs := &logBuffer{}
 	orig, err := sasl.New(sasl.Config{Upstream: &sasl.Upstream{Mechanism: mech,
-		UsernameFile: filepath.Join(dir, "username"), PasswordFile: filepath.Join(dir, "password")}}, sm, zerolog.Nop())
+		UsernameFile: filepath.Join(dir, "username"), PasswordFile: filepath.Join(dir, "password")}}, sm,
+		zerolog.New(saslLogs).Level(zerolog.DebugLevel))
 	if err != nil {
 		t.Fatal(err)
 	}
 	kopts = append([]kfake.Opt{kfake.EnableSASL(), kfake.Superuser(mech, "alice", rightPassword)}, kopts...)
-	var keys func(int16) int
-	env := startKfakeWith(t, kopts, func(s *Server) { s.SetSasl(orig) }, func(c *kfake.Cluster) { keys = countRequests(c) }, opts...)
-	return &originEnv{testEnv: env, sm: sm, reg: reg, dir: dir, keys: keys, password: password}
+	if o.broker != nil {
+		kopts = append(kopts, kfake.TLS(o.broker))
+	}
+	b, err := embedded.Reserve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	upstream := b.Addr()
+	if o.via != nil {
+		upstream = o.via(upstream)
+	}
+	env := startProxyWith(t, upstream, o.tr, func(s *Server) {
+		if o.setup != nil {
+			o.setup(s)
+		}
+		s.SetSasl(orig)
+	}, opts...)
+	c, err := b.Start(env.addr, kopts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	env.cluster = c
+	keys := kfaketest.CountKeys(c)
+	return &originEnv{testEnv: env, sm: sm, reg: reg, dir: dir, keys: keys, password: password, saslLogs: saslLogs}
 }
 
 func writeSecret(t testing.TB, dir, name, value string) {
@@ -61,8 +107,11 @@ func writeSecret(t testing.TB, dir, name, value string) {
 }
 
 // auths is kproxy's count of authentications of a kind and result.
-func (e *originEnv) auths(kind, result string) float64 {
-	mf, err := e.reg.Gather()
+func (e *originEnv) auths(kind, result string) float64 { return saslAuths(e.reg, kind, result) }
+
+// saslAuths is kproxy_sasl_authentications_total{kind, result} in reg.
+func saslAuths(reg *prometheus.Registry, kind, result string) float64 {
+	mf, err := reg.Gather()
 	if err != nil {
 		return -1
 	}
@@ -81,23 +130,4 @@ func (e *originEnv) auths(kind, result string) float64 {
 		}
 	}
 	return 0
-}
-
-// countRequests counts every request of each key kfake receives, leaving
-// it to answer them.
-func countRequests(c *kfake.Cluster) func(key int16) int {
-	var mu sync.Mutex
-	n := map[int16]int{}
-	c.Control(func(kreq kmsg.Request) (kmsg.Response, error, bool) {
-		c.KeepControl()
-		mu.Lock()
-		n[kreq.Key()]++
-		mu.Unlock()
-		return nil, nil, false
-	})
-	return func(key int16) int {
-		mu.Lock()
-		defer mu.Unlock()
-		return n[key]
-	}
 }

@@ -140,25 +140,40 @@ func (s *Server) dialStream(ctx context.Context, log zerolog.Logger, addr string
 func (s *Server) readyStream(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, min(s.cfg.DialTimeout, 2*time.Second))
 	defer cancel()
+	c, err := s.dialOwn(ctx, !s.sasl.WorkedWithin(readyAuthFresh))
+	if err != nil {
+		return err
+	}
+	return c.Close()
+}
+
+// dialOwn opens a connection of kproxy's own to proxy.upstream, bounded
+// by ctx's deadline: TCP, the TLS handshake when the upstream speaks TLS
+// (not counted with the clients'), and with login an authentication
+// (failing with errAuth). The deadline stays set on the connection.
+func (s *Server) dialOwn(ctx context.Context, login bool) (net.Conn, error) {
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "tcp", s.cfg.Upstream)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	defer c.Close()
 	dl, _ := ctx.Deadline()
+	c.SetDeadline(dl)
 	tc, err := s.tls.dial(c, s.cfg.Upstream, dl, false)
 	if err != nil {
-		return err
+		c.Close()
+		return nil, err
 	}
-	defer tc.Close()
-	if s.sasl != nil {
-		tc.SetDeadline(dl)
+	if s.sasl != nil && login {
 		if _, err := s.sasl.Authenticate(ctx, sasl.StreamRoundTrip(tc, s.framing.MaxResponseBytes), hostOf(s.cfg.Upstream), nil); err != nil {
-			return errAuth{err}
+			tc.Close()
+			return nil, errAuth{err}
 		}
+		// The exchange clears the deadline when it ends (for a relay);
+		// what follows is bounded by it too.
+		tc.SetDeadline(dl)
 	}
-	return nil
+	return tc, nil
 }
 
 // resetConn closes a client kproxy will not serve with a TCP reset (see
@@ -169,6 +184,11 @@ func resetConn(c net.Conn) {
 	}
 	c.Close()
 }
+
+// readyAuthFresh is how recent a working authentication spares a
+// readiness check its own login: a probe every few seconds would
+// otherwise log in at the broker each time.
+const readyAuthFresh = 30 * time.Second
 
 // errAuth is a readiness check that reached the upstream and failed to
 // authenticate to it.

@@ -79,9 +79,29 @@ func (s *Session) reauthenticate(up *Batch) error {
 			return err
 		}
 	}
+	if s.table.Drained() {
+		// A drain began meanwhile: the connection closes now that every
+		// answer is in, and this request is not sent. Re-authenticating
+		// would fail on the draining table and be counted as a failed
+		// authentication, turning readiness false for a drain.
+		return correlate.ErrDraining
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), reauthTimeout)
 	defer cancel()
-	next, err := s.reauth(ctx, s.ownRoundTrip)
+	next, err := s.reauth(ctx, func(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+		frame, err := s.ownExchange(ctx, req)
+		if err != nil {
+			if ctx.Err() == nil {
+				// The connection ended (closed, drained, the client
+				// left) before the broker answered: the authentication
+				// is cancelled, which says nothing about the
+				// credentials, rather than failed.
+				cancel()
+			}
+			return nil, err
+		}
+		return decodeOwn(req, frame)
+	})
 	if err != nil {
 		return ReauthError{err}
 	}
@@ -104,9 +124,9 @@ func (s *Session) waitBounds() error {
 // ownFormatter frames kproxy's own requests.
 var ownFormatter = kmsg.NewRequestFormatter(kmsg.FormatterClientID("kproxy"))
 
-// ownRoundTrip sends req as kproxy's own entry in the table and waits for
-// its answer, which Response hands over instead of relaying it.
-func (s *Session) ownRoundTrip(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+// ownExchange sends req as kproxy's own entry in the table and waits for
+// its answer's frame, which Response hands over instead of relaying it.
+func (s *Session) ownExchange(ctx context.Context, req kmsg.Request) ([]byte, error) {
 	reply := make(chan []byte, 1)
 	id, err := s.table.Push(correlate.Entry{Kind: correlate.Own, APIKey: req.Key(), APIVersion: req.GetVersion(),
 		Start: time.Now(), Reply: reply})
@@ -130,7 +150,7 @@ func (s *Session) ownRoundTrip(ctx context.Context, req kmsg.Request) (kmsg.Resp
 		s.link.WaitEnd()
 		switch {
 		case frame != nil:
-			return decodeOwn(req, frame)
+			return frame, nil
 		case ctx.Err() != nil:
 			return nil, fmt.Errorf("no answer to %s: %w", kmsg.NameForKey(req.Key()), ctx.Err())
 		case s.table.Closed():

@@ -120,15 +120,20 @@ func (s *Session) Drain() bool { return s.table.Drain() }
 func (s *Session) Drained() bool { return s.table.Drained() }
 
 // Close fails what is still in flight, ending its spans, and returns how
-// many requests failed.
+// many requests failed. kproxy's own requests (a re-authentication) are
+// not the client's: never counted in flight, they are not counted failed.
 func (s *Session) Close() int {
-	left := s.table.Close()
-	for _, e := range left {
+	failed := 0
+	for _, e := range s.table.Close() {
+		if e.Kind == correlate.Own {
+			continue
+		}
 		s.env.Tracer.Fail(spanOf(e), "kproxy.connection_closed")
+		failed++
 	}
-	s.env.Metrics.InFlight.Sub(float64(len(left)))
-	s.env.Metrics.Failed.Add(float64(len(left)))
-	return len(left)
+	s.env.Metrics.InFlight.Sub(float64(failed))
+	s.env.Metrics.Failed.Add(float64(failed))
+	return failed
 }
 
 // Muted reports how long a throttle still holds this client back, 0 when

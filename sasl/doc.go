@@ -10,7 +10,7 @@
 // A driver's use, in outline:
 //
 //	m := sasl.NewMetrics(reg)
-//	o, err := sasl.New(cfg.SASL, m, log) // nil when off; cfg.SASL.Check() at start
+//	o, err := sasl.New(cfg.SASL, m, log) // nil when off; cmd/kproxy runs cfg.SASL.Check() first
 //	// after dialling (and TLS), before relaying the client's first byte:
 //	res, err := o.Authenticate(ctx, sasl.StreamRoundTrip(conn, 512<<10), hostPort, nil)
 //	// err: reset the client, log err once (it holds no secret)

@@ -26,6 +26,8 @@ type Originator struct {
 	// failing is why the last authentication failed, or nil since one
 	// worked (or none ran).
 	failing atomic.Pointer[failure]
+	// worked is when an authentication last worked (unix nanoseconds).
+	worked atomic.Int64
 }
 
 type failure struct{ err error }
@@ -79,6 +81,16 @@ func (o *Originator) Ready() error {
 		return f.err
 	}
 	return nil
+}
+
+// WorkedWithin reports whether an authentication worked in the last d and
+// none failed since: a readiness check then need not log in itself.
+func (o *Originator) WorkedWithin(d time.Duration) bool {
+	if o == nil || o.failing.Load() != nil {
+		return false
+	}
+	at := o.worked.Load()
+	return at != 0 && time.Since(time.Unix(0, at)) < d
 }
 
 // maxRounds bounds the SaslAuthenticate exchanges of one authentication
@@ -292,6 +304,7 @@ func (o *Originator) record(ctx context.Context, host string, reauth bool, res R
 		kind = KindReauth
 	}
 	if err == nil {
+		o.worked.Store(time.Now().UnixNano())
 		if o.failing.Swap(nil) != nil {
 			o.log.Info().Str("sasl_mechanism", o.u.Mechanism).Str("principal", res.Principal).Str("broker", host).
 				Msg("upstream SASL authentication works again")

@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +16,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kproxy/kproxy/internal/kfaketest"
 )
 
 func TestAuthenticateMechanisms(t *testing.T) {
@@ -34,9 +35,15 @@ func TestAuthenticateMechanisms(t *testing.T) {
 
 			conn, host := dial(t, c)
 			rt := StreamRoundTrip(conn, maxFrame)
+			if f.o.WorkedWithin(time.Hour) {
+				t.Fatal("WorkedWithin before any authentication")
+			}
 			res, err := f.auth(rt, host, nil)
 			if err != nil {
 				t.Fatalf("Authenticate: %v", err)
+			}
+			if !f.o.WorkedWithin(time.Hour) {
+				t.Error("WorkedWithin false after an authentication that worked")
 			}
 			if res.Principal != "alice" || res.Lifetime != 0 || res.AuthVersion != 2 {
 				t.Errorf("result %+v, want principal alice, no lifetime, SaslAuthenticate v2", res)
@@ -154,31 +161,12 @@ func TestUnsupportedMechanism(t *testing.T) {
 	}
 }
 
-// countKeys counts the requests of each key kfake receives, without
-// answering them.
-func countKeys(c *kfake.Cluster) func(key int16) int {
-	var mu sync.Mutex
-	n := map[int16]int{}
-	c.Control(func(kreq kmsg.Request) (kmsg.Response, error, bool) {
-		c.KeepControl()
-		mu.Lock()
-		n[kreq.Key()]++
-		mu.Unlock()
-		return nil, nil, false
-	})
-	return func(key int16) int {
-		mu.Lock()
-		defer mu.Unlock()
-		return n[key]
-	}
-}
-
 func TestReauthentication(t *testing.T) {
 	for _, mech := range []string{Plain, ScramSHA256, ScramSHA512} {
 		t.Run(mech, func(t *testing.T) {
 			c := startCluster(t, kfake.Superuser(mech, "alice", secretA),
 				kfake.BrokerConfigs(map[string]string{"connections.max.reauth.ms": "3000"}))
-			count := countKeys(c)
+			count := kfaketest.CountKeys(c)
 			f := newFixture(t, mech, "alice", secretA)
 			conn, host := dial(t, c)
 			rt := StreamRoundTrip(conn, maxFrame)
@@ -222,7 +210,7 @@ func TestReauthentication(t *testing.T) {
 // second handshake, so none is sent.
 func TestNoReauthWithoutLifetime(t *testing.T) {
 	c := startCluster(t, kfake.Superuser(Plain, "alice", secretA))
-	count := countKeys(c)
+	count := kfaketest.CountKeys(c)
 	f := newFixture(t, Plain, "alice", secretA)
 	conn, host := dial(t, c)
 	rt := StreamRoundTrip(conn, maxFrame)
@@ -302,7 +290,7 @@ func TestRotation(t *testing.T) {
 func TestPrincipalChangeRefused(t *testing.T) {
 	c := startCluster(t, kfake.Superuser(ScramSHA256, "alice", secretA), kfake.Superuser(ScramSHA256, "bob", secretB),
 		kfake.BrokerConfigs(map[string]string{"connections.max.reauth.ms": "60000"}))
-	count := countKeys(c)
+	count := kfaketest.CountKeys(c)
 	f := newFixture(t, ScramSHA256, "alice", secretA)
 	conn, host := dial(t, c)
 	rt := StreamRoundTrip(conn, maxFrame)

@@ -37,6 +37,9 @@ type deadliner interface {
 // cancellation bound the exchange; otherwise ctx is only checked before
 // writing. Calls are serialised: the connection carries one exchange at a
 // time. After an error the connection's framing is unknown: close it.
+// Only a ctx's cancellation touches conn from another goroutine: give a
+// connection whose SetDeadline is not safe for that (netpoll's) a ctx that
+// ends only at its deadline.
 func StreamRoundTrip(conn io.ReadWriter, maxBytes int) RoundTrip {
 	s := &stream{conn: conn, max: maxBytes, f: kmsg.NewRequestFormatter(kmsg.FormatterClientID(ClientID))}
 	return s.roundTrip
@@ -62,13 +65,19 @@ func (s *stream) roundTrip(ctx context.Context, req kmsg.Request) (kmsg.Response
 		if err := d.SetDeadline(dl); err != nil {
 			return nil, err
 		}
-		// A cancellation unblocks the read by moving the deadline into
-		// the past; the deadline is cleared again after, for the relay,
-		// once that move (if it started) is over.
+		// A cancellation unblocks the read by moving the deadline to
+		// now. An expiry needs no move (the deadline is set already),
+		// and none is made then: netpoll's SetDeadline is not safe
+		// against a read in progress, and kproxy's netpoll connections
+		// are only ever bounded by a deadline. The move is over before
+		// the deadline is cleared again after, for the relay, so it
+		// cannot land after the clear.
 		moved := make(chan struct{})
 		stop := context.AfterFunc(ctx, func() {
-			_ = d.SetDeadline(time.Unix(1, 0))
-			close(moved)
+			defer close(moved)
+			if errors.Is(ctx.Err(), context.Canceled) {
+				_ = d.SetDeadline(time.Unix(1, 0))
+			}
 		})
 		defer func() {
 			if !stop() {

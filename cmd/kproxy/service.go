@@ -71,6 +71,12 @@ func start(cfg config.File, spans sdktrace.SpanExporter) (*service, error) {
 		certs.Close()
 		return nil, err
 	}
+	// The credentials files must be there at start, as the TLS files
+	// must; they are read again at each authentication.
+	if err := cfg.SASL.Check(); err != nil {
+		certs.Close()
+		return nil, err
+	}
 	orig, err := sasl.New(cfg.SASL, sasl.NewMetrics(reg), log)
 	if err != nil {
 		certs.Close()

@@ -69,3 +69,17 @@ func TestValidateCluster(t *testing.T) {
 		t.Errorf("exit %d, stderr %q", r.code, r.stderr)
 	}
 }
+
+// TestRunRefusesMissingCredentials: kproxy does not start with a
+// sasl.upstream whose files are missing, and says which, never what.
+func TestRunRefusesMissingCredentials(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, dir+"/username", "alice")
+	cfg := dir + "/k.yaml"
+	writeFile(t, cfg, "proxy:\n  listen: 127.0.0.1:0\n  upstream: 127.0.0.1:1\nadmin:\n  listen: \"\"\nsasl:\n  upstream:\n    mechanism: PLAIN\n"+
+		"    username_file: "+dir+"/username\n    password_file: "+dir+"/password\n")
+	r := kproxy(t, 20*time.Second, "run", "--config", cfg)
+	if r.code == 0 || !strings.Contains(r.stderr, "password_file") || strings.Contains(r.stderr, "alice") {
+		t.Errorf("exit %d, stderr %q", r.code, r.stderr)
+	}
+}
