@@ -132,20 +132,7 @@ func TestClusterKafkaGo(t *testing.T) {
 		Transport:    tr,
 		ErrorLogger:  errLog,
 	}
-	msgs := make([]kafka.Message, clusterRecords)
-	for i := range msgs {
-		msgs[i] = kafka.Message{Key: keyOf(i), Value: valueOf(i)}
-	}
-	if err := w.WriteMessages(ctx, msgs...); err != nil {
-		var werrs kafka.WriteErrors
-		if errors.As(err, &werrs) {
-			t.Fatalf("produce: %d of %d messages failed, e.g. %v", werrs.Count(), len(werrs), firstErr(werrs))
-		}
-		t.Fatalf("produce: %v", err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatalf("close writer: %v", err)
-	}
+	kafkaGoWrite(ctx, t, w, clusterRecords)
 	for p := int32(0); p < partitions; p++ {
 		if hw := env.kc.PartitionInfo(topic, p).HighWatermark; hw == 0 {
 			t.Fatalf("partition %d (node %d) got no record", p, p%3)

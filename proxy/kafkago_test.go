@@ -64,22 +64,7 @@ func TestKafkaGoProduceConsumeGroup(t *testing.T) {
 		Transport:    tr,
 		ErrorLogger:  errLog,
 	}
-	msgs := make([]kafka.Message, recordCount)
-	for i := range msgs {
-		msgs[i] = kafka.Message{Key: keyOf(i), Value: valueOf(i)}
-	}
-	// One call: the Writer batches per partition and reports every
-	// message that failed (kafka.WriteErrors).
-	if err := w.WriteMessages(ctx, msgs...); err != nil {
-		var werrs kafka.WriteErrors
-		if errors.As(err, &werrs) {
-			t.Fatalf("produce: %d of %d messages failed, e.g. %v", werrs.Count(), len(werrs), firstErr(werrs))
-		}
-		t.Fatalf("produce: %v", err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatalf("close writer: %v", err)
-	}
+	kafkaGoWrite(ctx, t, w, recordCount)
 	if st := w.Stats(); st.Errors != 0 || st.Messages != recordCount {
 		t.Fatalf("writer stats: %d messages, %d errors", st.Messages, st.Errors)
 	}
@@ -138,4 +123,25 @@ func firstErr(errs kafka.WriteErrors) error {
 		}
 	}
 	return nil
+}
+
+// kafkaGoWrite produces records 0..n-1 with w in one call (the Writer
+// batches per partition and reports every message that failed) and
+// closes it.
+func kafkaGoWrite(ctx context.Context, t testing.TB, w *kafka.Writer, n int) {
+	t.Helper()
+	msgs := make([]kafka.Message, n)
+	for i := range msgs {
+		msgs[i] = kafka.Message{Key: keyOf(i), Value: valueOf(i)}
+	}
+	if err := w.WriteMessages(ctx, msgs...); err != nil {
+		var werrs kafka.WriteErrors
+		if errors.As(err, &werrs) {
+			t.Fatalf("produce: %d of %d messages failed, e.g. %v", werrs.Count(), len(werrs), firstErr(werrs))
+		}
+		t.Fatalf("produce: %v", err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatalf("close writer: %v", err)
+	}
 }

@@ -71,20 +71,7 @@ func TestSaslOriginKafkaGo(t *testing.T) {
 	defer tr.CloseIdleConnections()
 	w := &kafka.Writer{Addr: kafka.TCP(env.addr), Topic: topic, Balancer: &kafka.Hash{}, RequiredAcks: kafka.RequireAll,
 		BatchSize: 500, BatchTimeout: 5 * time.Millisecond, Transport: tr, ErrorLogger: errLog}
-	msgs := make([]kafka.Message, originClientRecords)
-	for i := range msgs {
-		msgs[i] = kafka.Message{Key: keyOf(i), Value: valueOf(i)}
-	}
-	if err := w.WriteMessages(ctx, msgs...); err != nil {
-		var werrs kafka.WriteErrors
-		if errors.As(err, &werrs) {
-			t.Fatalf("produce: %d of %d messages failed, e.g. %v", werrs.Count(), len(werrs), firstErr(werrs))
-		}
-		t.Fatalf("produce: %v", err)
-	}
-	if err := w.Close(); err != nil {
-		t.Fatalf("close writer: %v", err)
-	}
+	kafkaGoWrite(ctx, t, w, originClientRecords)
 	r := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{env.addr}, GroupID: "origin-kafkago-group", Topic: topic,
 		StartOffset: kafka.FirstOffset, MaxWait: 2 * time.Second, ErrorLogger: errLog,
 		Dialer: &kafka.Dialer{ClientID: "kproxy-kafka-go-test", Timeout: 10 * time.Second, DialFunc: rdials.DialContext}})
