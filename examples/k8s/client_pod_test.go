@@ -1,7 +1,6 @@
 package k8s_test
 
 import (
-	"encoding/json"
 	"net"
 	"os"
 	"os/exec"
@@ -14,7 +13,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"sigs.k8s.io/yaml"
 )
 
@@ -63,35 +61,9 @@ func loadClientPod(t *testing.T) clientPod {
 		}
 		path := filepath.Join(clientPodDir, p.Path)
 		objects(t, path) // strict: a misspelt field in the patch fails here
-		c.app = patchedDeployment(t, c.app, path)
+		c.app = patched(t, c.app, path)
 	}
 	return c
-}
-
-// patchedDeployment applies the strategic-merge patch in file to d.
-func patchedDeployment(t *testing.T, d *appsv1.Deployment, file string) *appsv1.Deployment {
-	t.Helper()
-	raw, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	patch, err := yaml.YAMLToJSON(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	orig, err := json.Marshal(d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	merged, err := strategicpatch.StrategicMergePatch(orig, patch, appsv1.Deployment{})
-	if err != nil {
-		t.Fatalf("%s: %v", file, err)
-	}
-	out := &appsv1.Deployment{}
-	if err := json.Unmarshal(merged, out); err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 // clientConfig is the part of the client pod's kproxy.yaml its wiring

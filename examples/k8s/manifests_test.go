@@ -225,8 +225,9 @@ func sidecarConfig(t *testing.T, e example) (file, mountDir string) {
 	return "", ""
 }
 
-// patched applies the strategic-merge patch in file to sts.
-func patched(t *testing.T, sts *appsv1.StatefulSet, file string) *appsv1.StatefulSet {
+// patched applies the strategic-merge patch in file to obj (a
+// StatefulSet or a Deployment).
+func patched[T any](t *testing.T, obj *T, file string) *T {
 	t.Helper()
 	raw, err := os.ReadFile(file)
 	if err != nil {
@@ -236,15 +237,16 @@ func patched(t *testing.T, sts *appsv1.StatefulSet, file string) *appsv1.Statefu
 	if err != nil {
 		t.Fatal(err)
 	}
-	orig, err := json.Marshal(sts)
+	orig, err := json.Marshal(obj)
 	if err != nil {
 		t.Fatal(err)
 	}
-	merged, err := strategicpatch.StrategicMergePatch(orig, patch, appsv1.StatefulSet{})
+	var schema T
+	merged, err := strategicpatch.StrategicMergePatch(orig, patch, schema)
 	if err != nil {
 		t.Fatalf("%s: %v", file, err)
 	}
-	out := &appsv1.StatefulSet{}
+	out := new(T)
 	if err := json.Unmarshal(merged, out); err != nil {
 		t.Fatal(err)
 	}
