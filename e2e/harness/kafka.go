@@ -233,8 +233,12 @@ func (k *Kafka) waitReady(timeout time.Duration) error {
 	return fmt.Errorf("no Metadata answer in %v: %v", timeout, last)
 }
 
-func (k *Kafka) ping() error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(k.Direct), kgo.RequestRetries(0))
+func (k *Kafka) ping() error { return pingBrokers(k.Direct, 1) }
+
+// pingBrokers asks the broker at addr for metadata and says why it is not
+// ready yet: no answer, fewer than want brokers listed, or no controller.
+func pingBrokers(addr string, want int) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RequestRetries(0))
 	if err != nil {
 		return err
 	}
@@ -245,8 +249,8 @@ func (k *Kafka) ping() error {
 	if err != nil {
 		return err
 	}
-	if len(m.Brokers) == 0 || m.Controller < 0 {
-		return fmt.Errorf("metadata lists %d brokers, controller %d", len(m.Brokers), m.Controller)
+	if len(m.Brokers) < want || m.Controller < 0 {
+		return fmt.Errorf("metadata lists %d brokers (want %d), controller %d", len(m.Brokers), want, m.Controller)
 	}
 	return nil
 }

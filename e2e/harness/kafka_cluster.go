@@ -169,19 +169,8 @@ func (c *KafkaCluster) waitNode(n *ClusterNode) error {
 }
 
 func (c *KafkaCluster) pingNode(n *ClusterNode) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(n.Addr), kgo.RequestRetries(0))
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	m, err := kadm.NewClient(cl).BrokerMetadata(ctx)
-	if err != nil {
-		return err
-	}
-	if len(m.Brokers) != len(c.Nodes) || m.Controller < 0 {
-		return fmt.Errorf("node %d's metadata lists %d brokers, controller %d", n.ID, len(m.Brokers), m.Controller)
+	if err := pingBrokers(n.Addr, len(c.Nodes)); err != nil {
+		return fmt.Errorf("node %d: %w", n.ID, err)
 	}
 	return nil
 }
