@@ -35,6 +35,7 @@ func (s *Server) classify(side string, err error, log *zerolog.Logger) closeCaus
 	var pc relay.PolicyCloseError
 	var unreadable relay.SaslUnreadableError
 	var addr relay.AddressError
+	var reauth relay.ReauthError
 	m := s.m
 	c := closeCause{reason: side + " error", err: err}
 	switch {
@@ -51,6 +52,8 @@ func (s *Server) classify(side string, err error, log *zerolog.Logger) closeCaus
 		if !errors.Is(err, cluster.ErrUnmapped) {
 			c.reason = "upstream sent a response that may name brokers and kproxy cannot read"
 		}
+	case errors.As(err, &reauth):
+		c.reason = "upstream re-authentication failed"
 	case errors.As(err, &unreadable):
 		c.count, c.reason = m.protocolErrs.WithLabelValues("sasl_unreadable_request"), unreadable.Error()
 	case errors.Is(err, framing.ErrMalformed):
