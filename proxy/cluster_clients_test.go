@@ -8,7 +8,6 @@ import (
 
 	"github.com/IBM/sarama"
 	"github.com/segmentio/kafka-go"
-	"github.com/twmb/franz-go/pkg/kfake"
 )
 
 // clusterRecords is how many records each client round-trips through a
@@ -37,8 +36,7 @@ func wantEveryNode(t testing.TB, env *clusterEnv, dialled map[string]bool, broke
 // dialling nothing but kproxy's listeners.
 func TestClusterSarama(t *testing.T) {
 	const topic, partitions = "sarama-spread", 6
-	env := startCluster(t, 3, 7, []kfake.Opt{kfake.SeedTopics(partitions, topic)})
-	env.spread(t, topic, partitions, 3)
+	env := startSpread(t, topic, partitions)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	pdials, cdials := &addrDialer{}, &addrDialer{}
@@ -112,8 +110,7 @@ func TestClusterSarama(t *testing.T) {
 // kproxy's listeners.
 func TestClusterKafkaGo(t *testing.T) {
 	const topic, partitions = "kafkago-spread", 6
-	env := startCluster(t, 3, 7, []kfake.Opt{kfake.SeedTopics(partitions, topic)})
-	env.spread(t, topic, partitions, 3)
+	env := startSpread(t, topic, partitions)
 	wdials, rdials := &addrDialer{}, &addrDialer{}
 	errLog := &kafkaGoLog{}
 	defer errLog.dump(t)

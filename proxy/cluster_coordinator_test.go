@@ -9,7 +9,6 @@ import (
 	"github.com/IBM/sarama"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -38,8 +37,7 @@ func verifyRange(t testing.TB, l *ledger, from, to int) {
 // record.
 func TestClusterCoordinatorMoves(t *testing.T) {
 	const topic, group, partitions, n = "coordinated", "moving-group", 6, 600
-	env := startCluster(t, 3, 7, []kfake.Opt{kfake.SeedTopics(partitions, topic)})
-	env.spread(t, topic, partitions, 3)
+	env := startSpread(t, topic, partitions)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	dials := &dialLog{}
@@ -162,8 +160,7 @@ func TestClusterFindCoordinator(t *testing.T) {
 // coordinator and reads only the new records.
 func TestClusterCoordinatorMovesSarama(t *testing.T) {
 	const topic, group, partitions, n = "coordinated-sarama", "moving-sarama-group", 6, 600
-	env := startCluster(t, 3, 7, []kfake.Opt{kfake.SeedTopics(partitions, topic)})
-	env.spread(t, topic, partitions, 3)
+	env := startSpread(t, topic, partitions)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	prod, err := kgo.NewClient(kgo.SeedBrokers(env.addr), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))

@@ -55,6 +55,15 @@ func startCluster(t testing.TB, brokers int, maxNode int32, kopts []kfake.Opt, o
 	return startClusterTraced(t, brokers, maxNode, kopts, nil, opts...)
 }
 
+// startSpread is startCluster with three brokers, node ids 0-7 served,
+// and topic's partitions led by every broker in turn.
+func startSpread(t testing.TB, topic string, partitions int32) *clusterEnv {
+	t.Helper()
+	env := startCluster(t, 3, 7, []kfake.Opt{kfake.SeedTopics(partitions, topic)})
+	env.spread(t, topic, partitions, 3)
+	return env
+}
+
 // startClusterTraced is startCluster with a tracer.
 func startClusterTraced(t testing.TB, brokers int, maxNode int32, kopts []kfake.Opt, tr *tracing.Tracer, opts ...envOpt) *clusterEnv {
 	t.Helper()

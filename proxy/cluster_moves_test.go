@@ -144,8 +144,7 @@ func sumHighWatermarks(kc *kfake.Cluster, topic string) int64 {
 // stored and consumed exactly once, and the clients dial only kproxy.
 func TestClusterLeadersMoveUnderLoad(t *testing.T) {
 	const topic, partitions, n = "moving", 6, 6000
-	env := startCluster(t, 3, 7, []kfake.Opt{kfake.SeedTopics(partitions, topic)})
-	env.spread(t, topic, partitions, 3)
+	env := startSpread(t, topic, partitions)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	dials := &dialLog{}
@@ -218,8 +217,7 @@ func metadataBrokers(t testing.TB, env *clusterEnv) map[int32]string {
 // consumed, and a new connection to its port is served.
 func TestClusterAddNode(t *testing.T) {
 	const topic, partitions, n = "growing", 6, 2000
-	env := startCluster(t, 3, 7, []kfake.Opt{kfake.SeedTopics(partitions, topic)})
-	env.spread(t, topic, partitions, 3)
+	env := startSpread(t, topic, partitions)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	dials := &dialLog{}
@@ -285,8 +283,7 @@ func TestClusterAddNode(t *testing.T) {
 // kproxy with the brokers left, and no record is lost or duplicated.
 func TestClusterRemoveNode(t *testing.T) {
 	const topic, partitions, n = "shrinking", 6, 2000
-	env := startCluster(t, 3, 7, []kfake.Opt{kfake.SeedTopics(partitions, topic)})
-	env.spread(t, topic, partitions, 3)
+	env := startSpread(t, topic, partitions)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	dials := &dialLog{}
