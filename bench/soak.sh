@@ -28,7 +28,7 @@
 #
 # Needs Go and gnuplot (Debian: apt-get install gnuplot-nox). Writes into
 # SOAK_OUT (default bench/soak): soak.csv, summary.txt, rss.png,
-# goroutines.png, fds.png, p99.png. Stops everything it started.
+# goroutines.png, fds.png, p99.png, cpu.png. Stops everything it started.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -132,12 +132,13 @@ echo "== trend over the last $WINDOW (least squares; a series fails if its fitte
 } >"$OUT/summary.txt"
 
 # The judged window, as kbench trend chooses it: the last WINDOW, or the
-# last two thirds of a run shorter than 1.5 windows.
+# last two thirds of a run shorter than 1.5 windows (elapsed_s counts from
+# the load's start).
 seconds() { # 90s, 2m, 1h -> seconds
 	case $1 in *h) echo $((${1%h} * 3600)) ;; *m) echo $((${1%m} * 60)) ;; *s) echo "${1%s}" ;; *) echo "$1" ;; esac
 }
-read -r first last < <(awk -F, 'NR == 2 { f = $1 } NR > 1 { l = $1 } END { print f + 0, l + 0 }' "$OUT/soak.csv")
-from=$(awk -v f="$first" -v l="$last" -v w="$(seconds "$WINDOW")" 'BEGIN { if (l - f < 1.5 * w) w = (l - f) * 2 / 3; print l - w }')
+last=$(awk -F, 'NR > 1 { l = $1 } END { print l + 0 }' "$OUT/soak.csv")
+from=$(awk -v l="$last" -v w="$(seconds "$WINDOW")" 'BEGIN { if (l < 1.5 * w) w = l * 2 / 3; print l - w }')
 
 # plot COLUMN FILE TITLE YLABEL [MORE]: one series against minutes, the
 # judged window shaded; MORE adds lines to the plot command.
@@ -151,8 +152,9 @@ set xlabel 'minutes'
 set ylabel '$4'
 set yrange [0:*]
 set grid
-set key bottom right
-set object 1 rect from $from/60.0, graph 0 to $last/60.0, graph 1 fc rgb '#e8e8e8' fs solid behind noborder
+set key outside bottom center horizontal
+set xrange [0:*]
+set object 1 rect from $from/60.0, graph 0 to $last/60.0, graph 1 behind fc rgb '#e8e8e8' fs solid 1.0 noborder
 plot '$OUT/soak.csv' every ::1 using (\$1/60):$1 with lines lw 2 lc rgb '#1f5fa8' title '$3'${5:-}
 GP
 }
@@ -161,9 +163,11 @@ plot 3 goroutines.png "kproxy goroutines" goroutines
 plot 4 fds.png "kproxy open files" fds
 plot 5 p99.png "load p99 (produce, fetch, commit)" ms \
 	", '' every ::1 using (\$1/60):9 with lines lc rgb '#999999' title 'produce', '' every ::1 using (\$1/60):11 with lines lc rgb '#c08040' title 'fetch', '' every ::1 using (\$1/60):12 with lines lc rgb '#40a060' title 'commit'"
+plot 14 cpu.png "kproxy CPU (% of one core)" "%" \
+	", '' every ::1 using (\$1/60):(\$15*10) with lines lc rgb '#999999' title 'machine load average x 10'"
 
 echo
 echo "CSV:     $OUT/soak.csv"
 echo "summary: $OUT/summary.txt"
-echo "plots:   $OUT/rss.png $OUT/goroutines.png $OUT/fds.png $OUT/p99.png"
+echo "plots:   $OUT/rss.png $OUT/goroutines.png $OUT/fds.png $OUT/p99.png $OUT/cpu.png"
 exit $status

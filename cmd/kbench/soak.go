@@ -103,26 +103,36 @@ func sampleSoak(ctx context.Context, cfg soakConfig, stats *soakStats, out, prog
 	client := &http.Client{Timeout: 5 * time.Second}
 	metrics := "http://" + cfg.Admin + "/metrics"
 	begin := time.Now()
+	var prevCPU time.Duration
+	if cfg.PID > 0 {
+		prevCPU, _ = processCPU(cfg.PID)
+	}
+	prev := begin
 	t := time.NewTicker(cfg.Interval)
 	defer t.Stop()
 	for tick(ctx, t) {
 		w, throttles := stats.take()
+		now := time.Now()
 		var p procSample
+		var cpuPct float64
 		if cfg.PID > 0 {
 			var err error
 			if p, err = sampleProcess(client, cfg.PID, metrics); err != nil {
 				return res, fmt.Errorf("sampling process %d: %w", cfg.PID, err)
 			}
+			cpuPct = 100 * float64(p.CPU-prevCPU) / float64(now.Sub(prev))
+			prevCPU = p.CPU
 		}
-		row := soakRow(time.Since(begin), p, w, cfg.Interval, throttles)
+		prev = now
+		row := soakRow(now.Sub(begin), p, cpuPct, w, cfg.Interval, throttles)
 		cw.Write(row)
 		cw.Flush()
 		if err := cw.Error(); err != nil {
 			return res, err
 		}
 		res.Samples++
-		fmt.Fprintf(progress, "%6ss  rss %s MiB  goroutines %s  fds %s  p99 %s ms  %s ops/s  errors %s  throttles %s\n",
-			row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7])
+		fmt.Fprintf(progress, "%6ss  rss %s MiB  goroutines %s  fds %s  p99 %s ms  %s ops/s  errors %s  throttles %s  cpu %s%%  load %s\n",
+			row[0], row[1], row[2], row[3], row[4], row[5], row[6], row[7], row[13], row[14])
 	}
 	return res, nil
 }

@@ -13,15 +13,17 @@ import (
 )
 
 // soakColumns is the soak CSV's header: one row per 10 s window. The
-// process columns are kproxy's, the others the load's.
+// process columns (rss, goroutines, fds, cpu_pct: of one core) are
+// kproxy's, loadavg is the machine's (1 minute), the others the load's.
 var soakColumns = []string{"elapsed_s", "rss_mib", "goroutines", "fds", "p99_ms", "req_per_s", "errors", "throttles",
-	"p99_produce_ms", "p99_throttled_ms", "p99_fetch_ms", "p99_commit_ms", "p99_churn_ms"}
+	"p99_produce_ms", "p99_throttled_ms", "p99_fetch_ms", "p99_commit_ms", "p99_churn_ms", "cpu_pct", "loadavg"}
 
 // procSample is what the sampler reads of the process under test.
 type procSample struct {
 	RSS        int64 // bytes
 	Goroutines int
 	FDs        int
+	CPU        time.Duration // user + system so far
 }
 
 // sampleProcess reads pid's RSS and open files from /proc and its
@@ -37,6 +39,9 @@ func sampleProcess(client *http.Client, pid int, metricsURL string) (procSample,
 		return s, err
 	}
 	s.FDs = len(fds)
+	if s.CPU, err = processCPU(pid); err != nil {
+		return s, err
+	}
 	resp, err := client.Get(metricsURL)
 	if err != nil {
 		return s, err
@@ -72,8 +77,21 @@ func metricValue(r io.Reader, name string) (float64, error) {
 	return 0, fmt.Errorf("metric %s not found", name)
 }
 
-// soakRow is one CSV row: a 10 s window.
-func soakRow(elapsed time.Duration, p procSample, w map[string]*kindTally, window time.Duration, throttles int64) []string {
+// loadAverage is the machine's 1-minute load average, so a p99 that moves
+// can be read against what else ran; 0 where /proc/loadavg is missing.
+func loadAverage() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	v, _ := strconv.ParseFloat(strings.Fields(string(b) + " 0")[0], 64)
+	return v
+}
+
+// soakRow is one CSV row: a window of the load, the process sample at its
+// end with the share of a core it used over the window, and the load
+// average.
+func soakRow(elapsed time.Duration, p procSample, cpuPct float64, w map[string]*kindTally, window time.Duration, throttles int64) []string {
 	var ops, errs int64
 	for _, t := range w {
 		ops += t.Ops
@@ -94,6 +112,8 @@ func soakRow(elapsed time.Duration, p procSample, w map[string]*kindTally, windo
 		ms(w[kindFetch].Hist.quantile(0.99)),
 		ms(w[kindCommit].Hist.quantile(0.99)),
 		ms(w[kindChurn].Hist.quantile(0.99)),
+		strconv.FormatFloat(cpuPct, 'f', 1, 64),
+		strconv.FormatFloat(loadAverage(), 'f', 2, 64),
 	}
 }
 

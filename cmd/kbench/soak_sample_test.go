@@ -23,8 +23,8 @@ func TestSoakRowsReadBack(t *testing.T) {
 	cw := csv.NewWriter(&buf)
 	cw.Write(soakColumns)
 	p := procSample{RSS: 48 << 20, Goroutines: 17, FDs: 690}
-	cw.Write(soakRow(10*time.Second, p, w, 10*time.Second, 7))
-	cw.Write(soakRow(20*time.Second, p, newTallies(), 10*time.Second, 0))
+	cw.Write(soakRow(10*time.Second, p, 12.5, w, 10*time.Second, 7))
+	cw.Write(soakRow(20*time.Second, p, 0, newTallies(), 10*time.Second, 0))
 	cw.Flush()
 	s, err := readSoakCSV(&buf)
 	if err != nil {
@@ -32,7 +32,7 @@ func TestSoakRowsReadBack(t *testing.T) {
 	}
 	want := map[string][]float64{
 		"elapsed_s": {10, 20}, "rss_mib": {48, 48}, "goroutines": {17, 17}, "fds": {690, 690},
-		"req_per_s": {15, 0}, "errors": {2, 0}, "throttles": {7, 0}, "p99_fetch_ms": {3, 0},
+		"req_per_s": {15, 0}, "errors": {2, 0}, "throttles": {7, 0}, "p99_fetch_ms": {3, 0}, "cpu_pct": {12.5, 0},
 	}
 	for col, vs := range want {
 		if got := s[col]; len(got) != 2 || got[0] != vs[0] || got[1] != vs[1] {
@@ -89,8 +89,8 @@ func TestSampleProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.RSS <= 0 || p.FDs < 3 || p.Goroutines != 41 {
-		t.Fatalf("sample %+v: want RSS > 0, at least 3 open files, 41 goroutines", p)
+	if p.RSS <= 0 || p.FDs < 3 || p.Goroutines != 41 || p.CPU <= 0 {
+		t.Fatalf("sample %+v: want RSS > 0, at least 3 open files, 41 goroutines, some CPU used", p)
 	}
 	bad := httptest.NewServer(http.NotFoundHandler())
 	defer bad.Close()
