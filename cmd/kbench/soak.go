@@ -168,7 +168,7 @@ func soakCmd(args []string) error {
 	fs.IntVar(&cfg.Members, "members", 3, "consumer group members")
 	fs.DurationVar(&cfg.CommitEvery, "commit-every", time.Second, "a member commits what it consumed at most this often")
 	fs.DurationVar(&cfg.Rejoin, "rejoin", time.Minute, "replace one group member this often (0: never)")
-	fs.IntVar(&cfg.Churn, "churn", 100, "clients that connect (two connections each: the seed and the broker), send Metadata and one Produce, hold, close, and start over")
+	fs.IntVar(&cfg.Churn, "churn", 100, "clients that connect (three connections each with franz-go: the seed's and two to the broker), send Metadata and one Produce, hold, close, and start over")
 	fs.DurationVar(&cfg.ChurnHold, "churn-hold", 10*time.Second, "how long a churn client holds its connections (0.5x to 1.5x, and as long again between failed cycles)")
 	fs.IntVar(&cfg.PID, "pid", 0, "process id of the proxy to sample (RSS, open files); 0: the load only")
 	fs.StringVar(&cfg.Admin, "admin", "", "the proxy's admin address, HOST:PORT (go_goroutines from /metrics)")

@@ -162,11 +162,11 @@ func fetchError(resp *kmsg.FetchResponse) error {
 	return nil
 }
 
-// churner opens a client, produces one record (the client's first
-// Metadata and the Produce: two connections, to the seed and to the
-// broker), holds the connections for about ChurnHold and closes them, over
-// and over: with Churn churners, connections keep opening and closing
-// through the proxy.
+// churner opens a client, produces one record (the client's Metadata and
+// the Produce: franz-go opens three connections for them, the seed's and
+// two to the broker), holds the connections for about ChurnHold and closes
+// them, over and over: with Churn churners, connections keep opening and
+// closing through the proxy.
 func (l *soakLoad) churner(ctx context.Context, i int) {
 	hold := func() time.Duration { return time.Duration(float64(l.cfg.ChurnHold) * (0.5 + rand.Float64())) }
 	clientID := fmt.Sprintf("kbench-soak-churn-%d", i)
