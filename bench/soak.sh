@@ -13,14 +13,17 @@
 #   - kproxy with tracing at sample_ratio 0.01 to the sink, a rate rule
 #     that throttles Produce from client id kbench-soak-hot to 20
 #     requests/s, and its admin listener on (/metrics, pprof);
-#   - kbench soak: producers, a throttled producer, fetchers, a consumer
-#     group whose members commit and are replaced every minute, and 100
-#     clients that connect (two connections each, about 200 in all), send
-#     Metadata and a Produce, hold for 5-15 s, close, and start over (about
-#     20 connections opened and closed a second: every closed connection
-#     sits in TIME_WAIT for a minute on a loopback port, so a faster churn
-#     would take many of the ports other programs here listen on). Every 10 s it writes kproxy's RSS, goroutines and open files and
-#     the load's p99, rate and errors to a CSV.
+#   - kbench soak: 4 producers at 50 records/s (one Produce each), a
+#     producer offering 30/s that the rule throttles, 4 fetchers at 50
+#     Fetch/s, a consumer group of 3 members that commit every second (one
+#     is replaced every minute: leave, join, rebalance), and 100 clients
+#     that connect (franz-go opens three connections each, about 300 in
+#     all), send Metadata and a Produce, hold for 5-15 s, close, and start
+#     over: about 30 connections opened and closed a second. (Every closed
+#     connection sits in TIME_WAIT for a minute on a loopback port, so a
+#     much faster churn would take many of the ports other programs here
+#     listen on.) Every 10 s it writes kproxy's RSS, goroutines, open files
+#     and CPU, and the load's p99, rate and errors, to a CSV.
 # Then kbench trend fits a least-squares line to each series over the last
 # 20 minutes (a short run: its last two thirds) and fails if one grew, and
 # gnuplot draws one PNG per series. The load, the broker and the sink run
@@ -29,6 +32,7 @@
 # Needs Go and gnuplot (Debian: apt-get install gnuplot-nox). Writes into
 # SOAK_OUT (default bench/soak): soak.csv, summary.txt, rss.png,
 # goroutines.png, fds.png, p99.png, cpu.png. Stops everything it started.
+# SOAK_REPLOT=1 judges and plots SOAK_OUT/soak.csv again without a run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -59,77 +63,91 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# up HOST:PORT: wait until something accepts there, or fail.
+# up HOST:PORT LOG: wait until something accepts there, or fail with the
+# log of what should have listened. These ports are in Linux's ephemeral
+# range, so a closed connection in TIME_WAIT can hold one for a minute:
+# "address already in use" means try another SOAK_PORT.
 up() {
 	for _ in $(seq 100); do
 		(exec 3<>"/dev/tcp/${1%:*}/${1#*:}") 2>/dev/null && return 0
 		sleep 0.1
 	done
-	echo "bench/soak.sh: nothing listening on $1 after 10s" >&2
+	echo "bench/soak.sh: nothing listening on $1 after 10s; its log:" >&2
+	cat "$2" >&2
 	exit 1
 }
 
-go build -o "$work/kproxy" ./cmd/kproxy
+# soak starts the broker, the sink and kproxy, runs the load, judges the
+# CSV and writes the summary; status is 1 if the load or the trend failed.
+soak() {
+	nice -n "$NICE" "$work/kbench" kfake --listen "$BROKER" --advertise "$PROXY" --topic kbench-soak --partitions 8 >"$work/kfake.log" 2>&1 &
+	pids+=($!)
+	nice -n "$NICE" "$work/kbench" sink --listen "$SINK" >"$work/sink.log" 2>&1 &
+	pids+=($!)
+	cat >"$work/kproxy.yaml" <<-YAML
+	proxy:
+	  listen: $PROXY
+	  upstream: $BROKER
+	admin:
+	  listen: $ADMIN
+	  pprof: true
+	log:
+	  level: warn
+	tracing:
+	  enabled: true
+	  endpoint: http://$SINK
+	  protocol: http/protobuf
+	  sample_ratio: 0.01
+	policies:
+	  rules:
+	    - name: soak-hot-producer
+	      match: {apis: [Produce], client_id: kbench-soak-hot}
+	      limits: {requests_per_second: 20}
+	      action: throttle
+	YAML
+	up "$BROKER" "$work/kfake.log"
+	up "$SINK" "$work/sink.log"
+	"$work/kproxy" run --config "$work/kproxy.yaml" 2>"$work/kproxy.log" &
+	kp=$!
+	pids+=($kp)
+	up "$PROXY" "$work/kproxy.log"
+	up "$ADMIN" "$work/kproxy.log"
+
+	echo "== soak: $DURATION through kproxy (pid $kp) at $PROXY; samples every $INTERVAL to $OUT/soak.csv"
+	nice -n "$NICE" "$work/kbench" soak --bootstrap "$PROXY" --topic kbench-soak --partitions 8 \
+		-t "$DURATION" --interval "$INTERVAL" --pid "$kp" --admin "$ADMIN" --csv "$OUT/soak.csv" \
+		| tee "$work/soak.out" || status=1
+
+	# kproxy's own view of the run, for the summary: the rule's throttles and
+	# the spans it exported or dropped.
+	curl -sf "http://$ADMIN/metrics" 2>/dev/null | grep -E '^kproxy_(policy_throttled_total|trace_spans_[a-z_]+_total|connections_[a-z_]+|requests_failed_total)' >"$work/metrics.txt" || true
+
+	echo
+	echo "== trend over the last $WINDOW (least squares; a series fails if its fitted change passes the limit)"
+	"$work/kbench" trend --csv "$OUT/soak.csv" --window "$WINDOW" | tee "$work/trend.out" || status=1
+
+	{
+		echo "kproxy soak: $DURATION, $(date -u +%Y-%m-%dT%H:%MZ), built from commit $commit"
+		echo
+		cat "$work/soak.out" | grep -v '^ *[0-9.]*s  rss' || true
+		echo
+		cat "$work/trend.out"
+		echo
+		echo "kproxy metrics at the end:"
+		cat "$work/metrics.txt"
+	} >"$OUT/summary.txt"
+}
+
+commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 go build -o "$work/kbench" ./cmd/kbench
-mkdir -p "$OUT"
-
-nice -n "$NICE" "$work/kbench" kfake --listen "$BROKER" --advertise "$PROXY" --topic kbench-soak --partitions 8 >"$work/kfake.log" 2>&1 &
-pids+=($!)
-nice -n "$NICE" "$work/kbench" sink --listen "$SINK" >"$work/sink.log" 2>&1 &
-pids+=($!)
-cat >"$work/kproxy.yaml" <<YAML
-proxy:
-  listen: $PROXY
-  upstream: $BROKER
-admin:
-  listen: $ADMIN
-  pprof: true
-log:
-  level: warn
-tracing:
-  enabled: true
-  endpoint: http://$SINK
-  protocol: http/protobuf
-  sample_ratio: 0.01
-policies:
-  rules:
-    - name: soak-hot-producer
-      match: {apis: [Produce], client_id: kbench-soak-hot}
-      limits: {requests_per_second: 20}
-      action: throttle
-YAML
-up "$BROKER"
-up "$SINK"
-"$work/kproxy" run --config "$work/kproxy.yaml" 2>"$work/kproxy.log" &
-kp=$!
-pids+=($kp)
-up "$PROXY"
-up "$ADMIN"
-
-echo "== soak: $DURATION through kproxy (pid $kp) at $PROXY; samples every $INTERVAL to $OUT/soak.csv"
 status=0
-nice -n "$NICE" "$work/kbench" soak --bootstrap "$PROXY" --topic kbench-soak --partitions 8 \
-	-t "$DURATION" --interval "$INTERVAL" --pid "$kp" --admin "$ADMIN" --csv "$OUT/soak.csv" \
-	| tee "$work/soak.out" || status=1
-
-# kproxy's own view of the run, for the summary: the rule's throttles and
-# the spans it exported or dropped.
-curl -sf "http://$ADMIN/metrics" 2>/dev/null | grep -E '^kproxy_(policy_throttled_total|trace_spans_[a-z_]+_total|connections_[a-z_]+)' >"$work/metrics.txt" || true
-
-echo
-echo "== trend over the last $WINDOW (least squares; a series fails if its fitted change passes the limit)"
-"$work/kbench" trend --csv "$OUT/soak.csv" --window "$WINDOW" | tee "$work/trend.out" || status=1
-
-{
-	echo "kproxy soak: $DURATION, $(date -u +%Y-%m-%dT%H:%MZ), commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
-	echo
-	cat "$work/soak.out" | grep -v '^ *[0-9.]*s  rss' || true
-	echo
-	cat "$work/trend.out"
-	echo
-	echo "kproxy metrics at the end:"
-	cat "$work/metrics.txt"
-} >"$OUT/summary.txt"
+if [[ ${SOAK_REPLOT:-} == 1 ]]; then
+	"$work/kbench" trend --csv "$OUT/soak.csv" --window "$WINDOW" || status=1
+else
+	go build -o "$work/kproxy" ./cmd/kproxy
+	mkdir -p "$OUT"
+	soak
+fi
 
 # The judged window, as kbench trend chooses it: the last WINDOW, or the
 # last two thirds of a run shorter than 1.5 windows (elapsed_s counts from
@@ -141,7 +159,7 @@ last=$(awk -F, 'NR > 1 { l = $1 } END { print l + 0 }' "$OUT/soak.csv")
 from=$(awk -v l="$last" -v w="$(seconds "$WINDOW")" 'BEGIN { if (l < 1.5 * w) w = l * 2 / 3; print l - w }')
 
 # plot COLUMN FILE TITLE YLABEL [MORE]: one series against minutes, the
-# judged window shaded; MORE adds lines to the plot command.
+# judged window shaded; MORE adds lines under it ("F ... title 'x', ").
 plot() {
 	gnuplot <<GP
 set datafile separator ','
@@ -155,16 +173,17 @@ set grid
 set key outside bottom center horizontal
 set xrange [0:*]
 set object 1 rect from $from/60.0, graph 0 to $last/60.0, graph 1 behind fc rgb '#e8e8e8' fs solid 1.0 noborder
-plot '$OUT/soak.csv' every ::1 using (\$1/60):$1 with lines lw 2 lc rgb '#1f5fa8' title '$3'${5:-}
+F = '$OUT/soak.csv'
+plot ${5:-} F every ::1 using (\$1/60):$1 with lines lw 2 lc rgb '#1f5fa8' title '$3'
 GP
 }
 plot 2 rss.png "kproxy RSS" MiB
 plot 3 goroutines.png "kproxy goroutines" goroutines
 plot 4 fds.png "kproxy open files" fds
 plot 5 p99.png "load p99 (produce, fetch, commit)" ms \
-	", '' every ::1 using (\$1/60):9 with lines lc rgb '#999999' title 'produce', '' every ::1 using (\$1/60):11 with lines lc rgb '#c08040' title 'fetch', '' every ::1 using (\$1/60):12 with lines lc rgb '#40a060' title 'commit'"
+	"F every ::1 using (\$1/60):9 with lines lc rgb '#aaaaaa' title 'produce', F every ::1 using (\$1/60):11 with lines lc rgb '#d0a070' title 'fetch', F every ::1 using (\$1/60):12 with lines lc rgb '#90c8a0' title 'commit', "
 plot 14 cpu.png "kproxy CPU (% of one core)" "%" \
-	", '' every ::1 using (\$1/60):(\$15*10) with lines lc rgb '#999999' title 'machine load average x 10'"
+	"F every ::1 using (\$1/60):(\$15*10) with lines lc rgb '#aaaaaa' title 'machine load average x 10', "
 
 echo
 echo "CSV:     $OUT/soak.csv"

@@ -105,7 +105,7 @@ func printTrends(w io.Writer, vs []trendVerdict) error {
 		verdict := "flat"
 		if v.Grew {
 			verdict = "GREW"
-			grew = append(grew, fmt.Sprintf("%s by %.2f over %.0f min (limit %.2f)", v.Column, v.Change, v.Span/60, v.Limit))
+			grew = append(grew, fmt.Sprintf("%s by %.2f over %.1f min (limit %.2f)", v.Column, v.Change, v.Span/60, v.Limit))
 		}
 		fmt.Fprintf(w, "%-11s %8d %10.2f %12.4f %12.2f %12.2f  %s\n", v.Column, v.N, v.Mean, v.Slope*60, v.Change, v.Limit, verdict)
 	}
