@@ -25,6 +25,12 @@ import (
 // proxy/harness_test.go does, and drains it at the end of the test.
 func testKproxy(t testing.TB, upstream string) string {
 	t.Helper()
+	return testKproxyServer(t, upstream).Addr().String()
+}
+
+// testKproxyServer is testKproxy's server, for tests that set policies.
+func testKproxyServer(t testing.TB, upstream string) *proxy.Server {
+	t.Helper()
 	if err := proxy.ConfigureNetpoll(); err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +50,7 @@ func testKproxy(t testing.TB, upstream string) string {
 		defer cancel()
 		srv.Drain(ctx)
 	})
-	return srv.Addr().String()
+	return srv
 }
 
 func shortLoad(addr string) loadConfig {

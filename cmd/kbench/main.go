@@ -28,6 +28,9 @@ Usage:
   kbench flood   --addr HOST:PORT --pid PID [-s BYTES] [--acks0] [-t DURATION]
   kbench sink    [--listen HOST:PORT]
   kbench hostile --addr HOST:PORT --pid PID [-t DURATION] [--budget BYTES] [attack flags]
+  kbench kfake   --listen HOST:PORT --advertise HOST:PORT [--topic T] [--partitions N]
+  kbench soak    --bootstrap HOST:PORT [--pid PID --admin HOST:PORT] [-t DURATION] [--csv FILE] [load flags]
+  kbench trend   --csv FILE [--window DURATION]
 
 MB/s counts request frame bytes (10^6 bytes/s); latency runs from a request's
 write to its response's read. Run "kbench COMMAND -h" for the flags of one command.
@@ -60,6 +63,12 @@ func main() {
 		err = sinkCmd(args)
 	case "hostile":
 		err = hostileCmd(args)
+	case "kfake":
+		err = kfakeCmd(args)
+	case "soak":
+		err = soakCmd(args)
+	case "trend":
+		err = trendCmd(args)
 	case "help", "-h", "--help":
 		fmt.Print(usage)
 	default:

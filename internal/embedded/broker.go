@@ -20,8 +20,12 @@ type Broker struct {
 }
 
 // Reserve binds the broker's port on loopback.
-func Reserve() (*Broker, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+func Reserve() (*Broker, error) { return ReserveAt("127.0.0.1:0") }
+
+// ReserveAt binds the broker's port at addr, for a broker run in its own
+// process on a port given to kproxy beforehand (kbench kfake).
+func ReserveAt(addr string) (*Broker, error) {
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
