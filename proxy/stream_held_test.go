@@ -112,3 +112,36 @@ func TestStreamReaderTakesTheRecordsTLSHolds(t *testing.T) {
 		t.Fatalf("third frame, after a held read found its record partial: %v", err)
 	}
 }
+
+// recordEnds follows records across reads that split them anywhere,
+// headers included, so pending is set only when a read brought a second
+// whole record.
+func TestHeldConnCountsRecordEnds(t *testing.T) {
+	record := func(n int) []byte {
+		r := make([]byte, 5+n)
+		r[0], r[1], r[2] = 23, 3, 3
+		r[3], r[4] = byte(n>>8), byte(n)
+		return r
+	}
+	var stream []byte
+	for _, n := range []int{300, 0, 17, 1000} {
+		stream = append(stream, record(n)...)
+	}
+	for _, c := range []struct {
+		cuts []int // where reads end
+		want []int // records ending in each read
+	}{
+		{[]int{len(stream)}, []int{4}},
+		{[]int{2, 305, 310, 330, len(stream)}, []int{0, 1, 1, 0, 2}}, // 305: first record; 310: the empty one; 332: the third
+		{[]int{3, 4, 305, 1000, len(stream)}, []int{0, 0, 1, 2, 1}},
+	} {
+		h := &heldConn{}
+		from := 0
+		for i, cut := range c.cuts {
+			if got := h.recordEnds(stream[from:cut]); got != c.want[i] {
+				t.Errorf("reads ending at %v: read %d (bytes %d-%d) ends %d records, want %d", c.cuts, i, from, cut, got, c.want[i])
+			}
+			from = cut
+		}
+	}
+}

@@ -67,7 +67,7 @@ func newStreamReader(c net.Conn, partial time.Duration, charge func(delta int) b
 // free space behind the unread bytes, never over slices returned): so a
 // batch takes every frame that has arrived, not one record's.
 func (s *streamReader) Len() int {
-	if s.tlsIn != nil && s.tlsIn.pending {
+	if s.tlsIn != nil && s.tlsIn.whole > 0 {
 		s.takeHeld()
 	}
 	return s.w - s.r
@@ -78,9 +78,12 @@ func (s *streamReader) Len() int {
 // the next read to return: crypto/tls keeps it.
 func (s *streamReader) takeHeld() {
 	s.tlsIn.held = true
-	for s.tlsIn.pending && s.w < len(s.buf) {
+	for s.tlsIn.whole > 0 && s.w < len(s.buf) {
 		k, err := s.conn.Read(s.buf[s.w:])
 		s.w += k
+		if k > 0 {
+			s.tlsIn.whole--
+		}
 		if err != nil {
 			break
 		}
