@@ -92,7 +92,7 @@ func (st *stream) runClient() {
 		// A throttle: like a broker, stop relaying this client's
 		// requests until the delay has passed, but look at what it sends
 		// every throttlePoll: a heartbeat is never held back.
-		if d := st.sess.Muted(time.Now()); d > 0 && !nextExempt(st.cr) {
+		if d := st.muted(); d > 0 && !nextExempt(st.cr) {
 			if err := st.cr.tryFill(6, min(d, throttlePoll)); err != nil {
 				st.closeOnError("client", err)
 				return
@@ -115,6 +115,15 @@ func (st *stream) runClient() {
 		}
 		_ = st.cr.Release()
 	}
+}
+
+// muted is how long a throttle still holds the client back; the clock is
+// read only when one was set.
+func (st *stream) muted() time.Duration {
+	if !st.sess.MayMute() {
+		return 0
+	}
+	return st.sess.Muted(time.Now())
 }
 
 // runUpstream relays the upstream's responses until the pair closes.

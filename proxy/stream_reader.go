@@ -31,7 +31,10 @@ const shrinkAfter = time.Second
 // stays alive for the slices already returned.
 type streamReader struct {
 	conn net.Conn
-	buf  []byte
+	// tlsIn is the connection under conn when conn is a tls.Conn (nil
+	// otherwise): Len takes the records it already holds.
+	tlsIn *heldConn
+	buf   []byte
 	// base is the connection's own streamReadMin buffer, and big the
 	// pool's handle of a larger one in use (nil when none, or when buf is
 	// larger than the pools hold).
@@ -56,11 +59,37 @@ type streamReader struct {
 var errStreamBudget = errors.New("buffered bytes over max_buffered_bytes")
 
 func newStreamReader(c net.Conn, partial time.Duration, charge func(delta int) bool) *streamReader {
-	return &streamReader{conn: c, partial: partial, charge: charge}
+	return &streamReader{conn: c, tlsIn: heldOf(c), partial: partial, charge: charge}
 }
 
-// Len is how many bytes are buffered and unread.
-func (s *streamReader) Len() int { return s.w - s.r }
+// Len is how many bytes are buffered and unread, counting the records a
+// tls.Conn under it has received whole, which it takes first (into the
+// free space behind the unread bytes, never over slices returned): so a
+// batch takes every frame that has arrived, not one record's.
+func (s *streamReader) Len() int {
+	if s.tlsIn != nil && s.tlsIn.whole > 0 {
+		s.takeHeld()
+	}
+	return s.w - s.r
+}
+
+// takeHeld reads the records the tls.Conn holds whole, without a system
+// call. An error (a record that fails to decrypt, a close) is left for
+// the next read to return: crypto/tls keeps it.
+func (s *streamReader) takeHeld() {
+	s.tlsIn.held = true
+	for s.tlsIn.whole > 0 && s.w < len(s.buf) {
+		k, err := s.conn.Read(s.buf[s.w:])
+		s.w += k
+		if k > 0 {
+			s.tlsIn.whole--
+		}
+		if err != nil {
+			break
+		}
+	}
+	s.tlsIn.held = false
+}
 
 // Peek returns the next n bytes, reading until they have arrived.
 func (s *streamReader) Peek(n int) ([]byte, error) {

@@ -46,7 +46,7 @@ func (t *serverTLS) accept(raw net.Conn) (net.Conn, []string, error) {
 	if !t.clientTLS() {
 		return raw, nil, nil
 	}
-	tc := tls.Server(raw, t.listener)
+	tc := tls.Server(&heldConn{Conn: raw}, t.listener)
 	if err := t.m.HandshakeConn(tc, tlsconf.SideClient, t.store.Config().Listener.Timeout()); err != nil {
 		return nil, nil, err
 	}
@@ -61,7 +61,7 @@ func (t *serverTLS) dial(c net.Conn, addr string, deadline time.Time, count bool
 	if !t.upstreamTLS() {
 		return c, nil
 	}
-	tc := tls.Client(c, t.store.ClientConfig(addr))
+	tc := tls.Client(&heldConn{Conn: c}, t.store.ClientConfig(addr))
 	timeout := t.store.Config().Upstream.Timeout()
 	if !deadline.IsZero() {
 		timeout = min(timeout, time.Until(deadline))

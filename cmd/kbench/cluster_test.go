@@ -255,3 +255,23 @@ func TestDiscoverNullBroker(t *testing.T) {
 		t.Fatalf("leader %d, replicas %v, controller %d", p.Leader, p.Replicas, resp.ControllerID)
 	}
 }
+
+// TestMedianCI checks the order statistics the interval takes: for 6
+// ratios the extremes (a Binomial(6, 1/2) count is 0 with probability
+// 1.6%, 0 or 1 with 10.9%), for 31 the 10th and 22nd, and none for 5.
+func TestMedianCI(t *testing.T) {
+	six := []float64{6, 1, 5, 2, 4, 3}
+	if lo, hi, ok := medianCI(six); !ok || lo != 1 || hi != 6 {
+		t.Fatalf("6 ratios: %v-%v %v, want 1-6", lo, hi, ok)
+	}
+	var r []float64
+	for i := 31; i >= 1; i-- {
+		r = append(r, float64(i))
+	}
+	if lo, hi, ok := medianCI(r); !ok || lo != 10 || hi != 22 {
+		t.Fatalf("31 ratios: %v-%v %v, want 10-22", lo, hi, ok)
+	}
+	if _, _, ok := medianCI(six[:5]); ok {
+		t.Fatal("an interval from 5 ratios")
+	}
+}

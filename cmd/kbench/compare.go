@@ -231,6 +231,7 @@ func compareCmd(args []string) error {
 	printTable(os.Stdout, rows, &rows[0].res)
 	if *clustered {
 		printRoundRatios(os.Stdout, rowNamed(rows, clusterTarget), rows[1])
+		printMedianCI(os.Stdout, rowNamed(rows, clusterTarget), rows[1])
 	}
 	if *traced {
 		plain, tr := rows[1].res, rows[2].res

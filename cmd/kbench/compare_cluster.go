@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
@@ -131,5 +132,60 @@ func printRoundRatios(w io.Writer, a, b row) {
 	}
 	if s, ok := spread(cpu); ok {
 		fmt.Fprintf(w, "%s / %s, per round: CPU/req %v\n", a.name, b.name, s)
+	}
+}
+
+// medianCI is a distribution-free confidence interval of at least 95% for
+// the median of the population the ratios were drawn from: the order
+// statistics x(j) and x(n+1-j) with the largest j for which a
+// Binomial(n, 1/2) count falls below j with probability at most 2.5%. ok
+// is false with fewer than 6 ratios, too few for such an interval.
+func medianCI(ratios []float64) (lo, hi float64, ok bool) {
+	n := len(ratios)
+	if n < 6 {
+		return 0, 0, false
+	}
+	s := slices.Clone(ratios)
+	slices.Sort(s)
+	// below is P(count < j), built up term by term (term is P(count = i),
+	// C(n, i) / 2^n).
+	j, below, term := 1, 0.0, math.Pow(0.5, float64(n))
+	for i := 0; ; i++ {
+		if below+term > 0.025 {
+			break
+		}
+		below += term
+		term = term * float64(n-i) / float64(i+1)
+		j = i + 1 // below is now P(count < i+1)
+	}
+	return s[j-1], s[n-j], true
+}
+
+// printMedianCI prints, for a against b round by round, the 95%
+// confidence interval of the median per-round ratio of req/s and of CPU
+// per request: the resolution of the run, which its medians alone do not
+// show. Many short rounds narrow it more than a few long ones.
+func printMedianCI(w io.Writer, a, b row) {
+	var rps, cpu []float64
+	for i := range min(len(a.rounds), len(b.rounds)) {
+		ra, rb := a.rounds[i], b.rounds[i]
+		if rb.reqPerSec > 0 {
+			rps = append(rps, ra.reqPerSec/rb.reqPerSec)
+		}
+		if ra.cpuPerReq > 0 && rb.cpuPerReq > 0 {
+			cpu = append(cpu, float64(ra.cpuPerReq)/float64(rb.cpuPerReq))
+		}
+	}
+	for _, m := range []struct {
+		what string
+		r    []float64
+	}{{"req/s", rps}, {"CPU/req", cpu}} {
+		if lo, hi, ok := medianCI(m.r); ok {
+			fmt.Fprintf(w, "%s / %s, per round: %s median's 95%% confidence interval %.1f%%-%.1f%% (%d rounds)\n",
+				a.name, b.name, m.what, 100*lo, 100*hi, len(m.r))
+		} else if len(m.r) > 0 {
+			fmt.Fprintf(w, "%s / %s, per round: %s: %d rounds, too few for a confidence interval of the median (6 or more)\n",
+				a.name, b.name, m.what, len(m.r))
+		}
 	}
 }
