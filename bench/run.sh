@@ -112,12 +112,13 @@ tls() {
 # node id) beside the single-broker one, loaded through its node port in
 # the same rounds. Produce v10 and Fetch v16 are the first versions whose
 # responses can carry KIP-951 NodeEndpoints, so the address rewriter walks
-# every one. More rounds than elsewhere: the ratio sought is near 100%, and
-# compare prints its per-round median and spread.
+# every one. Many short rounds: the ratio sought is near 100%, and compare
+# prints the per-round median with its 95% confidence interval, which
+# needs many rounds to be narrower than the 5% being judged.
 cluster() {
-	local rounds=${KBENCH_CLUSTER_ROUNDS:-7}
+	local rounds=${KBENCH_CLUSTER_ROUNDS:-31}
 	ccompare() {
-		"$kb" compare --cluster --broker-listen 127.0.0.1:29112 --kproxy-bin "$work/kproxy" -t "$T" --rounds "$rounds" "$@" \
+		"$kb" compare --cluster --broker-listen 127.0.0.1:29112 --kproxy-bin "$work/kproxy" -t "${KBENCH_CLUSTER_T:-1s}" --rounds "$rounds" "$@" \
 			2>"$work/compare.log" || { cat "$work/compare.log" >&2; exit 1; }
 		echo
 	}
