@@ -226,8 +226,8 @@ func compareCmd(args []string) error {
 	if certs != nil {
 		over = ", TLS on every hop"
 	}
-	fmt.Printf("kbench compare: %d conns x %d in flight, %s, %d rounds x %v per target, null broker %s%s\n",
-		cfg.Conns, cfg.Depth, cfg.describe(rows[0].res.FrameLen), *rounds, cfg.Duration, brokerAddr, over)
+	fmt.Printf("kbench compare: %d conns x %d in flight, %s, %d rounds x %v per target, null broker %s%s%s\n",
+		cfg.Conns, cfg.Depth, cfg.describe(rows[0].res.FrameLen), *rounds, cfg.Duration, brokerAddr, over, cfg.pacing())
 	printTable(os.Stdout, rows, &rows[0].res)
 	if *clustered {
 		printRoundRatios(os.Stdout, rowNamed(rows, clusterTarget), rows[1])
@@ -237,8 +237,9 @@ func compareCmd(args []string) error {
 		fmt.Printf("tracing (sample_ratio %g) keeps %.1f%% of untraced kproxy's req/s (%.0f of %.0f)\n",
 			*ratio, 100*tr.reqPerSec()/plain.reqPerSec(), tr.reqPerSec(), plain.reqPerSec())
 		tracedKproxy.stop() // flushes its spans
-		fmt.Printf("the null OTLP sink received %d spans; the traced kproxy relayed %d requests (%d undecodable exports)\n",
-			tracedSink.spans.Load(), tr.Requests, tracedSink.bad.Load())
+		got := tracedSink.spans.Load()
+		fmt.Printf("the null OTLP sink received %d spans; the traced kproxy relayed %d requests, %.1f%% of them at sample_ratio %g (%d undecodable exports)\n",
+			got, tr.Requests, 100*float64(got)/max(1, float64(tr.Requests)*(*ratio)), *ratio, tracedSink.bad.Load())
 	}
 	return nil
 }
