@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/sdk/resource"
@@ -26,12 +27,16 @@ func New(c Config, version string, reg prometheus.Registerer) (*Tracer, error) {
 	if !s.Enabled {
 		return &Tracer{}, nil
 	}
-	ctx := context.Background()
-	exp, err := newExporter(ctx, s)
+	t, err := newTracer(s, version, nil, reg)
 	if err != nil {
+		return nil, err
+	}
+	// Spans go out through the lean exporter, encoded from kproxy's
+	// records, not through an SDK span each: see BENCHMARKS.md, tracing.
+	if t.lean, err = newLeanExporter(newClient(s), t.res, t.queue, t.m); err != nil {
 		return nil, fmt.Errorf("tracing exporter: %w", err)
 	}
-	return newTracer(s, version, exp, reg)
+	return t, nil
 }
 
 // NewWithExporter builds an enabled tracer that sends spans to exp, for
@@ -52,23 +57,30 @@ func newTracer(s settings, version string, exp sdktrace.SpanExporter, reg promet
 	}
 	m := newMetrics(reg)
 	q := &exportQueue{max: int64(s.MaxQueueSize)}
+	t := &Tracer{on: true, s: s, m: m, queue: q, res: res}
+	if n := s.Links.MaxDecompressedBytesPerSecond; n > 0 {
+		t.inflateRate = newInflateRate(n, time.Now())
+	}
+	if exp == nil {
+		return t, nil // the caller sets the lean exporter
+	}
 	bsp := sdktrace.NewBatchSpanProcessor(countingExporter{exp, q, m},
 		sdktrace.WithMaxQueueSize(2*s.MaxQueueSize))
-	tp := sdktrace.NewTracerProvider(
+	t.tp = sdktrace.NewTracerProvider(
 		sdktrace.WithResource(res),
 		// kproxy decides sampling itself (Tracer.Start) before any work is
 		// done, so the SDK records what it is given.
 		sdktrace.WithSampler(sdktrace.AlwaysSample()),
 		sdktrace.WithSpanProcessor(boundedProcessor{bsp, q, m}),
 	)
-	t := &Tracer{on: true, s: s, tp: tp, tr: tp.Tracer("github.com/kproxy/kproxy/tracing"), m: m, queue: q}
-	if n := s.Links.MaxDecompressedBytesPerSecond; n > 0 {
-		t.inflateRate = newInflateRate(n, time.Now())
-	}
+	t.tr = t.tp.Tracer(scopeName)
 	return t, nil
 }
 
-func newExporter(ctx context.Context, s settings) (sdktrace.SpanExporter, error) {
+// newClient is the OTLP client the section asks for: it holds the
+// endpoint, the OTEL_EXPORTER_OTLP_* headers, compression, TLS and
+// timeout, and retries a failed upload with backoff.
+func newClient(s settings) otlptrace.Client {
 	if s.Protocol == "http/protobuf" {
 		var opts []otlptracehttp.Option
 		if s.Endpoint != "" {
@@ -80,13 +92,13 @@ func newExporter(ctx context.Context, s settings) (sdktrace.SpanExporter, error)
 				opts = append(opts, otlptracehttp.WithURLPath("/v1/traces"))
 			}
 		}
-		return otlptracehttp.New(ctx, opts...)
+		return otlptracehttp.NewClient(opts...)
 	}
 	var opts []otlptracegrpc.Option
 	if s.Endpoint != "" {
 		opts = append(opts, otlptracegrpc.WithEndpointURL(s.Endpoint))
 	}
-	return otlptracegrpc.New(ctx, opts...)
+	return otlptracegrpc.NewClient(opts...)
 }
 
 // newResource describes this kproxy: service, host, and the Kubernetes pod,

@@ -5,11 +5,14 @@ import (
 	"math/rand/v2"
 	"net"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"go.opentelemetry.io/otel/trace"
@@ -25,6 +28,11 @@ type Tracer struct {
 	tr    trace.Tracer
 	m     *metrics
 	queue *exportQueue // spans waiting for export
+	// lean, when set, exports spans over OTLP straight from their
+	// records; nil: through the SDK (tp, tr) to an exporter given to
+	// NewWithExporter.
+	lean *leanExporter
+	res  *resource.Resource
 	// inflateRate bounds the bytes inflated for links per second, process
 	// wide (nil: unbounded).
 	inflateRate *inflateRate
@@ -58,6 +66,9 @@ type Peer struct {
 	attrs    []attribute.KeyValue
 	ids      *framing.TopicIDs
 	clientID string // the last client id seen; a client keeps one
+	// encoded is attrs as OTLP span attributes, written by the lean
+	// exporter at the pair's first span and reused for the rest.
+	encoded atomic.Pointer[[]byte]
 }
 
 // clientIDString returns id as a string, reusing the last one when equal.
@@ -110,17 +121,91 @@ func (p *Peer) SetUpstreamPrincipal(name string) {
 	}
 }
 
-// Span is a traced request waiting for its response. The OpenTelemetry
-// span is built only when the pair completes, with its start time set back
-// to the request's: one allocation of attributes instead of growing them
-// at each step, and nothing half-made if the pair never completes.
+// Span is a traced request waiting for its response: the pair's facts in
+// a fixed record, filled on the relay path without building attributes.
+// The exported span is made from it only when the pair completes, off the
+// relay path when exporting over OTLP (see leanExporter), and with its
+// start time set back to the request's: nothing half-made if the pair
+// never completes. The relay must not touch a Span after End or Fail.
 type Span struct {
-	ctx    context.Context
-	name   string
-	start  time.Time
-	attrs  []attribute.KeyValue
+	peer   *Peer
+	parent trace.SpanContext // a produced record's context, when the span is its child
 	links  []trace.Link
 	events []event
+	start  time.Time
+	end    time.Time
+
+	key, version             int16
+	clientCorr, upstreamCorr int32
+	partition                int32
+	reqBytes, respBytes      int
+	records                  int
+	clientID                 string // "" and hasClientID false: the header had none
+	topic                    string // the request's one topic, if it names exactly one
+	group                    string
+	failure                  string // error.type; "" for a success
+
+	hasClientID, hasPartition, hasResp, decoded bool
+	incomplete, cut                             bool
+}
+
+// name is the span's name: the API, and its topic when it has one.
+func (s *Span) name() string {
+	if s.topic != "" {
+		return framing.Name(s.key) + " " + s.topic
+	}
+	return framing.Name(s.key)
+}
+
+// appendAttrs appends the span's attributes to dst in the order both
+// export paths give them: the pair's, the request's, then the response's.
+// Building them allocates nothing but dst's growth.
+func (s *Span) appendAttrs(dst []attribute.KeyValue) []attribute.KeyValue {
+	return s.appendOwnAttrs(append(dst, s.peer.attrs...))
+}
+
+// appendOwnAttrs appends the attributes after the pair's.
+func (s *Span) appendOwnAttrs(dst []attribute.KeyValue) []attribute.KeyValue {
+	dst = append(dst,
+		semconv.MessagingOperationName(framing.Name(s.key)),
+		attrAPIKey.Int(int(s.key)),
+		attrAPIVersion.Int(int(s.version)),
+		attrClientCorr.Int(int(s.clientCorr)),
+		attrUpstreamCorr.Int(int(s.upstreamCorr)),
+		attrReqBytes.Int(s.reqBytes),
+		attrDecoded.Bool(s.decoded),
+	)
+	if op := operationType(s.key); op != "" {
+		dst = append(dst, semconv.MessagingOperationTypeKey.String(op))
+	}
+	if s.hasClientID {
+		dst = append(dst, semconv.MessagingClientID(s.clientID))
+	}
+	if s.topic != "" {
+		dst = append(dst, semconv.MessagingDestinationName(s.topic))
+		if s.hasPartition {
+			dst = append(dst, semconv.MessagingDestinationPartitionID(strconv.Itoa(int(s.partition))))
+		}
+	}
+	if s.group != "" {
+		dst = append(dst, semconv.MessagingConsumerGroupName(s.group))
+	}
+	if s.key == framing.KeyProduce && s.decoded { // no count from a body never read
+		dst = append(dst, semconv.MessagingBatchMessageCount(s.records))
+	}
+	if s.incomplete {
+		dst = append(dst, attrLinksPartial.Bool(true))
+	}
+	if s.cut {
+		dst = append(dst, attrLinksCut.Bool(true))
+	}
+	if s.hasResp {
+		dst = append(dst, attrRespBytes.Int(s.respBytes))
+	}
+	if s.failure != "" {
+		dst = append(dst, semconv.ErrorTypeKey.String(s.failure))
+	}
+	return dst
 }
 
 // event is a policy decision to show on the span.
@@ -175,24 +260,24 @@ func (t *Tracer) Start(p *Peer, body *framing.Body, upstreamID int32, reqBytes i
 		// records (and inflate nothing) for a request that stays unsampled.
 		return nil
 	}
-	s := &Span{ctx: context.Background(), start: start}
-	var incomplete bool
-	var cut cutCause
+	s := spanPool.Get().(*Span)
+	s.peer, s.start = p, start
 	if len(f.batches) > 0 && t.s.Links.Max > 0 {
 		var b *inflateBudget
 		if t.s.Links.Decompress {
 			b = &inflateBudget{bytes: t.s.Links.MaxDecompressedBytes, batches: t.s.Links.MaxDecompressedBatches, rate: t.inflateRate}
 		}
 		found, complete := recordContexts(f.batches, t.s.Links.Max, b)
-		incomplete = !complete
+		s.incomplete = !complete
 		if b != nil {
 			t.m.inflated.Add(float64(b.inflated))
-			if cut = b.cut; cut != "" {
-				t.m.truncated.WithLabelValues(string(cut)).Inc()
+			if b.cut != "" {
+				s.cut = true
+				t.m.truncated.WithLabelValues(string(b.cut)).Inc()
 			}
 		}
 		if t.s.Links.ChildOfSingleRecord && f.records == 1 && len(found) == 1 {
-			s.ctx = trace.ContextWithRemoteSpanContext(s.ctx, found[0])
+			s.parent = found[0]
 			if t.s.parentBased {
 				sampled = found[0].IsSampled()
 			}
@@ -203,48 +288,35 @@ func (t *Tracer) Start(p *Peer, body *framing.Body, upstreamID int32, reqBytes i
 		}
 	}
 	if !sampled {
+		s.release()
 		return nil
 	}
-	s.name = framing.Name(h.APIKey)
-	attrs := make([]attribute.KeyValue, 0, len(p.attrs)+16+respAttrs)
-	attrs = append(attrs, p.attrs...)
-	attrs = append(attrs,
-		semconv.MessagingOperationName(s.name),
-		attrAPIKey.Int(int(h.APIKey)),
-		attrAPIVersion.Int(int(h.APIVersion)),
-		attrClientCorr.Int(int(h.CorrelationID)),
-		attrUpstreamCorr.Int(int(upstreamID)),
-		attrReqBytes.Int(reqBytes),
-		attrDecoded.Bool(decoded),
-	)
-	if op := operationType(h.APIKey); op != "" {
-		attrs = append(attrs, semconv.MessagingOperationTypeKey.String(op))
-	}
+	s.key, s.version = h.APIKey, h.APIVersion
+	s.clientCorr, s.upstreamCorr = h.CorrelationID, upstreamID
+	s.reqBytes, s.decoded = reqBytes, decoded
 	if h.ClientID != nil {
-		attrs = append(attrs, semconv.MessagingClientID(p.clientIDString(h.ClientID)))
+		s.hasClientID, s.clientID = true, p.clientIDString(h.ClientID)
 	}
 	if len(f.topics) == 1 {
-		s.name += " " + f.topics[0]
-		attrs = append(attrs, semconv.MessagingDestinationName(f.topics[0]))
-		if f.partitions == 1 {
-			attrs = append(attrs, semconv.MessagingDestinationPartitionID(strconv.Itoa(int(f.partition))))
-		}
+		s.topic = f.topics[0]
+		s.hasPartition, s.partition = f.partitions == 1, f.partition
 	}
-	if f.group != "" {
-		attrs = append(attrs, semconv.MessagingConsumerGroupName(f.group))
-	}
-	if h.APIKey == framing.KeyProduce && decoded { // no count from a body never read
-		attrs = append(attrs, semconv.MessagingBatchMessageCount(f.records))
-	}
-	if incomplete {
-		attrs = append(attrs, attrLinksPartial.Bool(true))
-	}
-	if cut != "" {
-		attrs = append(attrs, attrLinksCut.Bool(true))
-	}
-	s.attrs = attrs
+	s.group, s.records = f.group, f.records
 	t.m.started.Inc()
 	return s
+}
+
+// spanPool recycles Span records: the lean exporter gives one back once
+// it has encoded it.
+var spanPool = sync.Pool{New: func() any { return new(Span) }}
+
+// release clears s and gives it back to the pool.
+func (s *Span) release() {
+	clear(s.links)
+	links, events := s.links[:0], s.events[:0]
+	clear(s.events)
+	*s = Span{links: links, events: events}
+	spanPool.Put(s)
 }
 
 // End emits a span with its response frame (nil when the request gets no
@@ -254,29 +326,45 @@ func (t *Tracer) End(s *Span, key, version int16, resp []byte) {
 	if s == nil {
 		return
 	}
-	var failure string
 	if resp != nil {
-		s.attrs = append(s.attrs, attrRespBytes.Int(len(resp)))
+		s.hasResp, s.respBytes = true, len(resp)
 		if r, err := framing.DecodeResponse(resp, key, version); err == nil && r != nil {
 			if code := framing.FirstError(r); code != 0 {
-				failure = errorName(code)
+				s.failure = errorName(code)
 			}
 		}
 	}
-	t.emit(s, failure)
+	t.emit(s)
 }
 
 // Fail emits the span of a request whose response will never come, with
 // reason as its error type.
 func (t *Tracer) Fail(s *Span, reason string) {
 	if s != nil {
-		t.emit(s, reason)
+		s.failure = reason
+		t.emit(s)
 	}
 }
 
-func (t *Tracer) emit(s *Span, failure string) {
-	if failure != "" {
-		s.attrs = append(s.attrs, semconv.ErrorTypeKey.String(failure))
+// emit hands the finished span to the lean OTLP exporter, or builds it
+// through the SDK for an exporter given to NewWithExporter.
+func (t *Tracer) emit(s *Span) {
+	s.end = time.Now()
+	t.m.ended.Inc()
+	if t.lean != nil {
+		t.lean.enqueue(s)
+		return
+	}
+	t.emitSDK(s)
+	s.release()
+}
+
+// emitSDK builds s as an OpenTelemetry SDK span and ends it, for the SDK
+// pipeline (its batch processor and the given exporter).
+func (t *Tracer) emitSDK(s *Span) {
+	ctx := context.Background()
+	if s.parent.IsValid() {
+		ctx = trace.ContextWithRemoteSpanContext(ctx, s.parent)
 	}
 	opts := [...]trace.SpanStartOption{clientKind, trace.WithTimestamp(s.start), nil}
 	n := 2
@@ -284,23 +372,31 @@ func (t *Tracer) emit(s *Span, failure string) {
 		opts[n] = trace.WithLinks(s.links...)
 		n++
 	}
-	_, span := t.tr.Start(s.ctx, s.name, opts[:n]...)
+	_, span := t.tr.Start(ctx, s.name(), opts[:n]...)
 	// Set after Start rather than passed to it: the start options would
 	// copy the attributes once more before the span copies them itself.
 	// The SDK samples everything (provider.go: AlwaysSample; the ratio is
 	// applied in Start), so nothing needs the attributes at start.
-	span.SetAttributes(s.attrs...)
-	if failure != "" {
-		span.SetStatus(codes.Error, failure)
+	span.SetAttributes(s.appendAttrs(make([]attribute.KeyValue, 0, len(s.peer.attrs)+16+respAttrs))...)
+	if s.failure != "" {
+		span.SetStatus(codes.Error, s.failure)
 	}
 	for _, e := range s.events {
-		span.AddEvent("kproxy.policy", trace.WithTimestamp(e.at), trace.WithAttributes(
-			attribute.String("kproxy.policy.rule", e.rule),
-			attribute.String("kproxy.policy.action", e.action),
-			attribute.String("kproxy.policy.reason", e.reason)))
+		span.AddEvent(policyEvent, trace.WithTimestamp(e.at), trace.WithAttributes(e.attrs()...))
 	}
-	span.End()
-	t.m.ended.Inc()
+	span.End(trace.WithTimestamp(s.end))
+}
+
+// policyEvent is the name of a policy decision's span event.
+const policyEvent = "kproxy.policy"
+
+// attrs are a policy event's attributes, in the order both export paths
+// give them.
+func (e event) attrs() []attribute.KeyValue {
+	return []attribute.KeyValue{
+		attribute.String("kproxy.policy.rule", e.rule),
+		attribute.String("kproxy.policy.action", e.action),
+		attribute.String("kproxy.policy.reason", e.reason)}
 }
 
 var clientKind = trace.WithSpanKind(trace.SpanKindClient)
@@ -319,6 +415,9 @@ func errorName(code int16) string {
 func (t *Tracer) Shutdown(ctx context.Context) error {
 	if !t.On() {
 		return nil
+	}
+	if t.lean != nil {
+		return t.lean.shutdown(ctx)
 	}
 	return t.tp.Shutdown(ctx)
 }

@@ -114,6 +114,7 @@ func compareCmd(args []string) error {
 	rounds := fs.Int("rounds", 3, "rounds; each runs every target once, for -t")
 	traced := fs.Bool("traced", false, "also start a second kproxy (--kproxy-bin) tracing to a null OTLP/HTTP sink, and report it against the untraced one")
 	ratio := fs.Float64("trace-ratio", 1, "with --traced: the traced kproxy's tracing.sample_ratio")
+	sinkWalk := fs.Bool("sink-walk", false, "with --traced: the null sink counts spans by walking the protobuf wire format instead of decoding every span, taking most of a collector's cost off the shared cores")
 	clustered := fs.Bool("cluster", false, "also start a kproxy (--kproxy-bin) in cluster mode, load its node port, and report it against the single-broker one")
 	brokerNode := fs.Int("broker-node-id", 0, "the null broker's node id (the one compare starts gets it; give the one of --broker-addr's)")
 	useTLS := fs.Bool("tls", false, "TLS on every hop: load to target, and target to the null broker (see above)")
@@ -196,7 +197,7 @@ func compareCmd(args []string) error {
 		defer k.stop()
 		targets = append(targets, other{name: "kproxy", addr: k.addr, pid: k.cmd.Process.Pid})
 		if *traced {
-			tk, sink, err := startTraced(*bin, brokerAddr, *ratio, kextra)
+			tk, sink, err := startTraced(*bin, brokerAddr, *ratio, *sinkWalk, kextra)
 			if err != nil {
 				return err
 			}
@@ -226,8 +227,8 @@ func compareCmd(args []string) error {
 	if certs != nil {
 		over = ", TLS on every hop"
 	}
-	fmt.Printf("kbench compare: %d conns x %d in flight, %s, %d rounds x %v per target, null broker %s%s\n",
-		cfg.Conns, cfg.Depth, cfg.describe(rows[0].res.FrameLen), *rounds, cfg.Duration, brokerAddr, over)
+	fmt.Printf("kbench compare: %d conns x %d in flight, %s, %d rounds x %v per target, null broker %s%s%s\n",
+		cfg.Conns, cfg.Depth, cfg.describe(rows[0].res.FrameLen), *rounds, cfg.Duration, brokerAddr, over, cfg.pacing())
 	printTable(os.Stdout, rows, &rows[0].res)
 	if *clustered {
 		printRoundRatios(os.Stdout, rowNamed(rows, clusterTarget), rows[1])
@@ -238,8 +239,9 @@ func compareCmd(args []string) error {
 		fmt.Printf("tracing (sample_ratio %g) keeps %.1f%% of untraced kproxy's req/s (%.0f of %.0f)\n",
 			*ratio, 100*tr.reqPerSec()/plain.reqPerSec(), tr.reqPerSec(), plain.reqPerSec())
 		tracedKproxy.stop() // flushes its spans
-		fmt.Printf("the null OTLP sink received %d spans; the traced kproxy relayed %d requests (%d undecodable exports)\n",
-			tracedSink.spans.Load(), tr.Requests, tracedSink.bad.Load())
+		got := tracedSink.spans.Load()
+		fmt.Printf("the null OTLP sink received %d spans; the traced kproxy relayed %d requests, %.1f%% of them at sample_ratio %g (%d undecodable exports)\n",
+			got, tr.Requests, 100*float64(got)/max(1, float64(tr.Requests)*(*ratio)), *ratio, tracedSink.bad.Load())
 	}
 	return nil
 }
@@ -291,8 +293,8 @@ func tlsKproxyConfig(c *benchCerts) string {
 }
 
 // startTraced starts kproxy with tracing on, exporting to a new null sink.
-func startTraced(bin, broker string, ratio float64, extra []string) (*kproxyChild, *otlpSink, error) {
-	sink, err := startOTLPSink()
+func startTraced(bin, broker string, ratio float64, walk bool, extra []string) (*kproxyChild, *otlpSink, error) {
+	sink, err := startOTLPSink(walk)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -35,6 +35,12 @@ type loadConfig struct {
 	// ProduceVersion and FetchVersion are the versions sent; 0 means
 	// produceVersion and fetchVersion.
 	ProduceVersion, FetchVersion int16
+	// Rate, when positive, is the offered load in requests per second
+	// in all, spread evenly over the connections (each paced, Depth
+	// still bounding what it has in flight); latency is then counted
+	// from each request's intended send time. 0: every connection sends
+	// as fast as its responses come back.
+	Rate float64
 	// TLS, when set, is what every connection dials with; the
 	// handshakes are done before the run starts, so they are not
 	// measured.
@@ -51,6 +57,8 @@ func (c loadConfig) validate() error {
 		return fmt.Errorf("-s must be between 1 and %d", maxFrame)
 	case c.Duration <= 0 || c.MaxRequests < 1:
 		return errors.New("-t and --max-requests must be positive")
+	case c.Rate < 0:
+		return errors.New("--rate must not be negative")
 	case c.API != "" && c.API != apiProduce && c.API != apiFetch:
 		return fmt.Errorf("--api %q: want produce or fetch", c.API)
 	}
@@ -103,6 +111,14 @@ func (c loadConfig) describe(frameLen int) string {
 	return fmt.Sprintf("%d-byte Produce v%d frames (acks=1)", frameLen, c.produceVersion())
 }
 
+// pacing says the offered rate, for a report's first line.
+func (c loadConfig) pacing() string {
+	if c.Rate <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(", offered %.0f req/s (latency from intended send times)", c.Rate)
+}
+
 // checkFirst decodes the first response of a connection.
 func (c loadConfig) checkFirst(frame []byte) error {
 	key, v := framing.KeyProduce, c.produceVersion()
@@ -120,7 +136,8 @@ func (c loadConfig) checkFirst(frame []byte) error {
 }
 
 // loadResult is what a run measured. Latency is from a request's write
-// into the connection's buffer to its response being read.
+// into the connection's buffer (with a rate: its intended send time) to
+// its response being read.
 type loadResult struct {
 	Requests  int64 // responses received
 	FrameLen  int   // bytes of each request frame
@@ -129,6 +146,8 @@ type loadResult struct {
 	Hist      *histogram
 	// Fetched says the load was Fetch: its MB/s counts response bytes.
 	Fetched bool
+	// Offered is the rate asked for (req/s in all), 0 when unpaced.
+	Offered float64
 }
 
 func (r loadResult) reqPerSec() float64 { return float64(r.Requests) / r.Elapsed.Seconds() }
@@ -147,6 +166,7 @@ func (r *loadResult) add(o loadResult) {
 	r.Requests += o.Requests
 	r.FrameLen = o.FrameLen
 	r.Fetched = o.Fetched
+	r.Offered = o.Offered
 	r.RespBytes += o.RespBytes
 	r.Elapsed += o.Elapsed
 	if r.Hist == nil {
@@ -183,11 +203,19 @@ func runLoad(cfg loadConfig) (loadResult, error) {
 	for i, c := range conns {
 		wg.Go(func() {
 			frame := append([]byte(nil), template...) // one frame per connection, patched in place
+			if cfg.Rate > 0 {
+				// Each connection sends every interval, the connections
+				// staggered evenly across it.
+				interval := time.Duration(float64(time.Second) * float64(cfg.Conns) / cfg.Rate)
+				offset := interval * time.Duration(i) / time.Duration(cfg.Conns)
+				results[i] = drivePaced(c, frame, cfg.Depth, interval, offset, deadline, budget, cfg.checkFirst)
+				return
+			}
 			results[i] = driveConn(c, frame, cfg.Depth, deadline, budget, cfg.checkFirst)
 		})
 	}
 	wg.Wait()
-	total := loadResult{FrameLen: len(template), Elapsed: time.Since(start), Hist: newHistogram(), Fetched: cfg.fetching()}
+	total := loadResult{FrameLen: len(template), Elapsed: time.Since(start), Hist: newHistogram(), Fetched: cfg.fetching(), Offered: cfg.Rate}
 	var errs []error
 	for i, r := range results {
 		total.Requests += r.n
@@ -311,6 +339,7 @@ func loadFlags(fs *flag.FlagSet, cfg *loadConfig) {
 	fs.DurationVar(&cfg.Duration, "t", 3*time.Second, "duration of a run")
 	fs.Int64Var(&cfg.MaxRequests, "max-requests", 50_000_000, "stop a run after this many requests in all")
 	fs.StringVar(&cfg.Topic, "topic", "kbench", "topic produced to or fetched from (partition 0)")
+	fs.Float64Var(&cfg.Rate, "rate", 0, "offered load, requests per second in all, spread over the connections (-d still bounds each one's in flight; latency counted from each request's intended send time); 0: as fast as responses come back")
 	fs.StringVar(&cfg.API, "api", apiProduce, "request to send: produce, or fetch (each response carries -s bytes of records from the null broker)")
 	fs.Func("produce-version", fmt.Sprintf("Produce version sent (default %d; 10+ lets responses carry KIP-951 NodeEndpoints)", produceVersion),
 		versionFlag(&cfg.ProduceVersion))
@@ -341,8 +370,8 @@ func loadCmd(args []string) error {
 	}
 	res, err := runLoad(cfg)
 	if res.Requests > 0 {
-		fmt.Printf("kbench load: %s, %d conns x %d in flight, %s, %v\n",
-			cfg.Addr, cfg.Conns, cfg.Depth, cfg.describe(res.FrameLen), cfg.Duration)
+		fmt.Printf("kbench load: %s, %d conns x %d in flight, %s, %v%s\n",
+			cfg.Addr, cfg.Conns, cfg.Depth, cfg.describe(res.FrameLen), cfg.Duration, cfg.pacing())
 		printTable(os.Stdout, []row{{name: cfg.Addr, res: res}}, nil)
 	}
 	return err

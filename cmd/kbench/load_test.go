@@ -303,3 +303,33 @@ func TestClientsAgainstNullBroker(t *testing.T) {
 	}
 	t.Logf("%+v", res)
 }
+
+// TestLoadPaced offers a rate far below what the null broker takes: the
+// schedule, not the responses, decides how many requests go, so a run
+// never sends more than rate x duration (one per connection may start at
+// the deadline's edge), and every one is answered in order.
+func TestLoadPaced(t *testing.T) {
+	cfg := shortLoad(testBroker(t).Addr())
+	cfg.Rate = 400
+	res, err := runLoad(cfg)
+	checkLoad(t, res, err)
+	if limit := int64(cfg.Rate*cfg.Duration.Seconds()) + int64(cfg.Conns); res.Requests > limit {
+		t.Errorf("%d requests at %g req/s for %v: more than the schedule's %d", res.Requests, cfg.Rate, cfg.Duration, limit)
+	}
+	if res.Offered != cfg.Rate {
+		t.Errorf("offered %g, want %g", res.Offered, cfg.Rate)
+	}
+}
+
+// TestLoadPacedBudget stops a paced run at --max-requests.
+func TestLoadPacedBudget(t *testing.T) {
+	cfg := shortLoad(testBroker(t).Addr())
+	cfg.Rate, cfg.MaxRequests = 100_000, 100
+	res, err := runLoad(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Requests != 100 {
+		t.Errorf("%d requests, want the budget's 100", res.Requests)
+	}
+}

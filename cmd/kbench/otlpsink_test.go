@@ -12,7 +12,13 @@ import (
 // The sink decodes what the real OTLP/HTTP exporter sends and counts each
 // span once.
 func TestOTLPSinkCountsExportedSpans(t *testing.T) {
-	sink, err := startOTLPSink()
+	for _, walk := range []bool{false, true} {
+		t.Run(map[bool]string{false: "decode", true: "walk"}[walk], func(t *testing.T) { testOTLPSinkCounts(t, walk) })
+	}
+}
+
+func testOTLPSinkCounts(t *testing.T, walk bool) {
+	sink, err := startOTLPSink(walk)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,5 +42,13 @@ func TestOTLPSinkCountsExportedSpans(t *testing.T) {
 	}
 	if cfg := tracedConfig(sink, 0.5); !strings.Contains(cfg, "sample_ratio: 0.5") || !strings.Contains(cfg, sink.URL()) {
 		t.Fatalf("traced config:\n%s", cfg)
+	}
+}
+
+// The walking sink refuses an export that is not well-formed protobuf.
+func TestOTLPSinkWalkRefusesGarbage(t *testing.T) {
+	s := &otlpSink{walk: true}
+	if _, err := s.count([]byte{0x0a, 0x05, 0x12, 0x09}); err == nil {
+		t.Fatal("a truncated export was counted")
 	}
 }
