@@ -45,7 +45,7 @@ func (s *Session) Response(frame []byte, out *Batch) error {
 		}
 		a := s.env.Metrics.api(e.APIKey)
 		s.out.count(a)
-		a.Latency.Observe(s.out.stamp().Sub(e.Start).Seconds())
+		s.out.observe(a, s.out.stamp().Sub(e.Start))
 		if sp := spanOf(e); sp != nil {
 			s.ending = append(s.ending, ending{sp, e.APIKey, e.APIVersion, frame})
 		}
