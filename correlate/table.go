@@ -36,6 +36,7 @@ var ErrFull = errors.New("in-flight table full")
 // announces itself (pushing, popping) before it reads gate, so one of the
 // two always sees the other.
 type Table struct {
+	_ cpu.CacheLinePad // off the line of whatever the heap put before it
 	// Written by the popper.
 	head    atomic.Uint64 // position of the oldest entry
 	popping atomic.Bool   // the popper is in its fast path
@@ -59,6 +60,7 @@ type Table struct {
 	max       int
 	ring      []Entry // replaced only by grow, under a fence
 	sasl      saslState
+	_         cpu.CacheLinePad // and off the line of whatever follows it
 }
 
 // The bits of Table.gate.
@@ -280,6 +282,10 @@ func (t *Table) popLocked(frame []byte) (Entry, error) {
 	}
 	return t.popHead(), nil
 }
+
+// HasSynthetic reports whether an entry kproxy answers itself is queued,
+// without the lock: the response relay looks twice per response.
+func (t *Table) HasSynthetic() bool { return t.synthetic.Load() != 0 }
 
 // PopSynthetic removes and returns the head entry if kproxy answers it
 // itself. The caller writes e.Response to the client, then calls again
