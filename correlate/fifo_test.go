@@ -66,7 +66,7 @@ func TestFIFO(t *testing.T) {
 // connection will get there.
 func TestUpstreamIDsWrap(t *testing.T) {
 	tb := New(4)
-	tb.nextID = math.MaxInt32 - 2
+	tb.nextID.Store(math.MaxInt32 - 2)
 	want := []int32{math.MaxInt32 - 2, math.MaxInt32 - 1, math.MaxInt32, math.MinInt32, math.MinInt32 + 1, math.MinInt32 + 2}
 	for i, w := range want {
 		id, err := tb.Push(Entry{ClientID: int32(i)})

@@ -151,19 +151,23 @@ func readsAsRequest(frame []byte) bool {
 func (t *Table) Sasl() bool { return t.saslOn.Load() }
 
 // retireTokens drops the RawToken entries at the tail of the table, the
-// tokens sent since the raw phase began. The caller holds mu.
+// tokens sent since the raw phase began. The caller holds mu and is the
+// pusher; the popper's fast path, which may be reading the head entry,
+// is fenced out while entries leave from the tail.
 func (t *Table) retireTokens() int {
 	n := 0
-	for t.n > 0 {
-		i := (t.head + t.n - 1) % len(t.ring)
-		if t.ring[i].Kind != RawToken {
-			break
+	t.fenced(func() {
+		for tail := t.tail.Load(); tail != t.head.Load(); tail-- {
+			i := (tail - 1) % uint64(len(t.ring))
+			if t.ring[i].Kind != RawToken {
+				break
+			}
+			t.ring[i] = Entry{}
+			t.tail.Store(tail - 1)
+			t.sasl.tokens--
+			n++
 		}
-		t.ring[i] = Entry{}
-		t.n--
-		t.sasl.tokens--
-		n++
-	}
+	})
 	if n > 0 {
 		t.signal()
 	}

@@ -16,7 +16,7 @@ import (
 type Metrics struct {
 	Requests         *prometheus.CounterVec
 	Responses        *prometheus.CounterVec
-	Latency          *prometheus.HistogramVec
+	Latency          *LatencyVec
 	Bytes            *prometheus.CounterVec
 	InFlight         prometheus.Gauge
 	Failed           prometheus.Counter
@@ -30,7 +30,7 @@ type Metrics struct {
 type apiMetrics struct {
 	Requests  prometheus.Counter
 	Responses prometheus.Counter
-	Latency   prometheus.Observer
+	Latency   *latency
 }
 
 // NewMetrics registers the collectors with reg.
@@ -40,9 +40,6 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Requests read from clients, by Kafka API."}, []string{"api"}),
 		Responses: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kproxy_responses_total",
 			Help: "Responses written to clients, by Kafka API."}, []string{"api"}),
-		Latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "kproxy_request_duration_seconds",
-			Help:    "Time from a whole request read to its response written, by Kafka API.",
-			Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10)}, []string{"api"}),
 		Bytes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kproxy_bytes_total",
 			Help: "Frame bytes relayed, by direction."}, []string{"direction"}),
 		InFlight: prometheus.NewGauge(prometheus.GaugeOpts{Name: "kproxy_in_flight_requests",
@@ -54,6 +51,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		OversizeAnswered: prometheus.NewCounter(prometheus.CounterOpts{Name: "kproxy_oversize_answered_total",
 			Help: "Requests over a rule's max_request_bytes, dropped as they arrived and answered with an error."}),
 	}
+	m.Latency = &LatencyVec{m: m, desc: prometheus.NewDesc("kproxy_request_duration_seconds",
+		"Time from a whole request read to its response written, by Kafka API.", []string{"api"}, nil)}
 	for _, c := range []prometheus.Collector{m.Requests, m.Responses, m.Latency, m.Bytes, m.InFlight,
 		m.Failed, m.Backpressure, m.OversizeAnswered} {
 		reg.MustRegister(c)
@@ -76,7 +75,7 @@ func (m *Metrics) api(key int16) *apiMetrics {
 	a := &apiMetrics{
 		Requests:  m.Requests.WithLabelValues(name),
 		Responses: m.Responses.WithLabelValues(name),
-		Latency:   m.Latency.WithLabelValues(name),
+		Latency:   &latency{desc: m.Latency.desc, api: name},
 	}
 	if !m.perAPI[i].CompareAndSwap(nil, a) {
 		return m.perAPI[i].Load()

@@ -45,7 +45,7 @@ func (s *Session) Response(frame []byte, out *Batch) error {
 		}
 		a := s.env.Metrics.api(e.APIKey)
 		s.out.count(a)
-		a.Latency.Observe(s.out.stamp().Sub(e.Start).Seconds())
+		s.out.observe(a, s.out.stamp().Sub(e.Start))
 		if sp := spanOf(e); sp != nil {
 			s.ending = append(s.ending, ending{sp, e.APIKey, e.APIVersion, frame})
 		}
@@ -62,6 +62,9 @@ func (s *Session) Response(frame []byte, out *Batch) error {
 // Answers adds the responses kproxy made itself that are now at the head
 // of the table to out. The caller holds the client writer.
 func (s *Session) Answers(out *Batch) {
+	if !s.table.HasSynthetic() {
+		return // the common case, kept inlinable into Response
+	}
 	for a, ok := s.table.PopSynthetic(); ok; a, ok = s.table.PopSynthetic() {
 		s.out.inFlight--
 		s.out.count(s.env.Metrics.api(a.APIKey))

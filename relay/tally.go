@@ -16,6 +16,12 @@ type tally struct {
 	inFlight  int64 // entries pushed, less entries popped
 	api       *apiMetrics
 	apiN      int64 // frames of api's run so far
+	// A run of responses of one API that took the same time (answers to
+	// one batch of requests, written in one batch), added to the
+	// histogram at once.
+	lat  *latency
+	latD time.Duration
+	latN uint64
 }
 
 // stamp is the batch's time, read on first use.
@@ -35,6 +41,22 @@ func (t *tally) count(a *apiMetrics) {
 	}
 	t.frames++
 	t.apiN++
+}
+
+// observe records that a response of API a took d.
+func (t *tally) observe(a *apiMetrics, d time.Duration) {
+	if a.Latency != t.lat || d != t.latD {
+		t.endLatency()
+		t.lat, t.latD = a.Latency, d
+	}
+	t.latN++
+}
+
+func (t *tally) endLatency() {
+	if t.latN != 0 {
+		t.lat.add(t.latD, t.latN)
+		t.latN = 0
+	}
 }
 
 func (t *tally) endRun() {
@@ -58,6 +80,7 @@ func (t *tally) drop() { t.frames, t.bytes, t.apiN = 0, 0, 0 }
 // next batch.
 func (t *tally) apply(s *Session) {
 	t.endRun()
+	t.endLatency()
 	m := s.env.Metrics
 	frames, bytes, total := &s.requests, &s.bytesIn, m.BytesIn
 	if t.responses {

@@ -1,0 +1,147 @@
+package correlate
+
+import (
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/kproxy/kproxy/framing"
+)
+
+// popAll pops plain entries in order, as the response relay does, until
+// stop is closed and nothing is left, or the table is closed. It returns
+// how many it popped.
+func popAll(t *testing.T, tb *Table, stop <-chan struct{}) int {
+	frame := respFrame(0)
+	popped := 0
+	for {
+		if tb.Len() == 0 {
+			select {
+			case <-stop:
+				if tb.Len() == 0 {
+					return popped
+				}
+			default:
+			}
+			continue
+		}
+		framing.SetResponseCorrelationID(frame, int32(popped))
+		e, err := tb.Pop(frame)
+		if errors.Is(err, ErrClosed) {
+			return popped
+		}
+		if err != nil || e.ClientID != int32(popped) {
+			t.Errorf("pop %d: %+v, %v", popped, e, err)
+			return popped
+		}
+		popped++
+	}
+}
+
+// A Close racing pushes and pops on the lock-free path (while the ring
+// grows) loses no entry: every push that succeeded was popped or is
+// returned by Close, and no push succeeds after it. Run with -race.
+func TestCloseRacingFastPathsLosesNothing(t *testing.T) {
+	for round := range 50 {
+		tb := New(512)
+		var pushed atomic.Int64
+		var closed atomic.Bool
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int32(0); ; i++ {
+				_, err := tb.Push(Entry{ClientID: i})
+				switch {
+				case err == nil:
+					if closed.Load() {
+						t.Errorf("round %d: push %d succeeded after Close returned", round, i)
+						return
+					}
+					pushed.Add(1)
+				case errors.Is(err, ErrFull):
+					i--
+				case errors.Is(err, ErrClosed):
+					return
+				default:
+					t.Errorf("round %d: push %d: %v", round, i, err)
+					return
+				}
+			}
+		}()
+		var popped int
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			popped = popAll(t, tb, stop)
+		}()
+		for range round * 100 {
+			tb.Len()
+		}
+		left := tb.Close()
+		closed.Store(true)
+		close(stop)
+		wg.Wait()
+		if got := int64(popped + len(left)); got != pushed.Load() {
+			t.Fatalf("round %d: %d pushed, %d popped + %d returned by Close", round, pushed.Load(), popped, len(left))
+		}
+		for i, e := range left {
+			if e.ClientID != int32(popped+i) {
+				t.Fatalf("round %d: Close returned client id %d at %d, want %d", round, e.ClientID, i, popped+i)
+			}
+		}
+	}
+}
+
+// A Drain racing pushes on the lock-free path decides with them: every
+// push that succeeded is answered before Drained, and none succeeds once
+// Drain has returned.
+func TestDrainRacingFastPushes(t *testing.T) {
+	for round := range 50 {
+		tb := New(64)
+		var pushed atomic.Int64
+		var drained atomic.Bool
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := int32(0); ; i++ {
+				_, err := tb.Push(Entry{ClientID: i})
+				switch {
+				case err == nil:
+					if drained.Load() {
+						t.Errorf("round %d: push %d succeeded after Drain returned", round, i)
+						return
+					}
+					pushed.Add(1)
+				case errors.Is(err, ErrFull):
+					i--
+				case errors.Is(err, ErrDraining):
+					return
+				default:
+					t.Errorf("round %d: push %d: %v", round, i, err)
+					return
+				}
+			}
+		}()
+		var popped int
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			popped = popAll(t, tb, stop)
+		}()
+		for range round * 100 {
+			tb.Len()
+		}
+		tb.Drain()
+		drained.Store(true)
+		close(stop)
+		wg.Wait()
+		if int64(popped) != pushed.Load() || !tb.Drained() {
+			t.Fatalf("round %d: %d pushed, %d popped, drained %v", round, pushed.Load(), popped, tb.Drained())
+		}
+	}
+}
