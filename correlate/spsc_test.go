@@ -53,10 +53,13 @@ func TestCloseRacingFastPathsLosesNothing(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := int32(0); ; i++ {
+				// Read before the push: a push that landed just before
+				// Close can return after it, and is then returned by Close.
+				after := closed.Load()
 				_, err := tb.Push(Entry{ClientID: i})
 				switch {
 				case err == nil:
-					if closed.Load() {
+					if after {
 						t.Errorf("round %d: push %d succeeded after Close returned", round, i)
 						return
 					}
@@ -109,10 +112,13 @@ func TestDrainRacingFastPushes(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := int32(0); ; i++ {
+				// Read before the push: a push that landed just before
+				// Drain can return after it, and is then popped.
+				after := drained.Load()
 				_, err := tb.Push(Entry{ClientID: i})
 				switch {
 				case err == nil:
-					if drained.Load() {
+					if after {
 						t.Errorf("round %d: push %d succeeded after Drain returned", round, i)
 						return
 					}
