@@ -119,6 +119,8 @@ func (l *listener) onConnect(ctx context.Context, client netpoll.Connection) con
 		log.Error().Err(err).Str("upstream", addr).Msg("upstream dial failed; client connection reset")
 		return ctx
 	}
+	s.sockets.setConn(client)
+	s.sockets.setConn(up)
 	var auth sasl.Result
 	if s.sasl != nil {
 		if auth, err = s.authenticate(up, addr, &log); err != nil {
