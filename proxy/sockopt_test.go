@@ -5,6 +5,7 @@ package proxy
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -252,4 +253,44 @@ func TestUnreadBoundHoldsWithSocketBuffers(t *testing.T) {
 	waitFor(t, 5*time.Second, "overflow close counted", func() bool {
 		return testutil.ToFloat64(env.m.overflow.WithLabelValues("client")) == 1
 	})
+}
+
+// The stream driver's sockets (TLS on either side) get the buffers too.
+func TestSocketBuffersReachStreamSockets(t *testing.T) {
+	const send = 300 << 10
+	w := startTLSKfake(t, tlsSides{upstream: true}, nil, nil, func(cfg *Config, _ *framing.Config, _ *correlate.Config) {
+		cfg.SocketSendBufferBytes = send
+	})
+	pingKfake(t, w.testEnv)
+	want := 2 * min(send, sysctlInt(t, "net.core.wmem_max"))
+	w.srv.mu.Lock()
+	defer w.srv.mu.Unlock()
+	if len(w.srv.streams) == 0 {
+		t.Fatal("no stream pairs open: TLS to the upstream did not take the stream driver")
+	}
+	for st := range w.srv.streams {
+		for side, c := range map[string]net.Conn{"client": st.client, "upstream": st.upstream} {
+			if tc, ok := c.(*tls.Conn); ok {
+				c = tc.NetConn()
+			}
+			tcp, ok := c.(*net.TCPConn)
+			if !ok {
+				t.Fatalf("%s side is a %T, not a TCP connection", side, c)
+			}
+			raw, err := tcp.SyscallConn()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got int
+			var gerr error
+			if err := raw.Control(func(fd uintptr) {
+				got, gerr = syscall.GetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_SNDBUF)
+			}); err != nil || gerr != nil {
+				t.Fatal(errors.Join(err, gerr))
+			}
+			if got != want {
+				t.Errorf("%s side: SO_SNDBUF %d, want %d", side, got, want)
+			}
+		}
+	}
 }
