@@ -48,16 +48,17 @@ type Config struct {
 	// avoids netpoll's one small allocation per dispatch.
 	Linger time.Duration `yaml:"linger"`
 	// SocketSendBufferBytes is SO_SNDBUF on every client and upstream
-	// socket kproxy opens. Left to the kernel, a send buffer grows up to
-	// net.ipv4.tcp_wmem's maximum (4 MiB by default); fixed at 512 KiB
-	// (the default) kproxy relayed 1 MiB Produce frames 10-17% faster
-	// with about 10% less CPU per request, small frames unchanged, while
-	// 1 MiB and more did no better than the kernel's sizing
-	// (BENCHMARKS.md). The kernel doubles the value for its
-	// own bookkeeping and caps it at net.core.wmem_max, a host-wide
-	// setting a pod cannot raise (212992 on a stock kernel); kproxy logs
-	// once when it was capped. Kafka's own clients and brokers set 128
-	// KiB and 100 KiB. 0 leaves the size to the kernel; else 4096 to 256
+	// socket kproxy opens. 0 (the default) leaves it to the kernel,
+	// which grows a send buffer up to net.ipv4.tcp_wmem's maximum (4 MiB
+	// by default). Fixed at 524288, kproxy relayed 1 MiB Produce frames
+	// 10-17% faster with about 10% less CPU per request, but one
+	// connection with 64 small requests in flight up to 10% slower with
+	// 13% more CPU (BENCHMARKS.md): set it where large frames dominate.
+	// 1 MiB and more did no better than the kernel's sizing. The kernel
+	// doubles the value for its own bookkeeping and caps it at
+	// net.core.wmem_max, a host-wide setting a pod cannot raise (212992
+	// on a stock kernel); kproxy logs once when it was capped. Kafka's
+	// own clients and brokers set 128 KiB and 100 KiB. 0, or 4096 to 256
 	// MiB.
 	SocketSendBufferBytes int `yaml:"socket_send_buffer_bytes"`
 	// SocketReceiveBufferBytes is SO_RCVBUF on the same sockets. 0 (the
@@ -78,8 +79,6 @@ func Defaults() Config {
 		MaxConnections: 10000,
 		MaxUnreadBytes: 128 << 20,
 		DrainTimeout:   20 * time.Second,
-
-		SocketSendBufferBytes: 512 << 10,
 	}
 }
 

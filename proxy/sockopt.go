@@ -68,13 +68,7 @@ func (b *socketBuffers) report(got sockBufs) {
 	// included; less than that means the value was capped.
 	if (b.send > 0 && got.send < 2*b.send) || (b.recv > 0 && got.recv < 2*b.recv) {
 		b.capped.Do(func() {
-			// The default is capped on most hosts (a stock wmem_max is
-			// 212992): worth an info line, not a warning.
-			ev := b.log.Warn()
-			if d := Defaults(); b.send == d.SocketSendBufferBytes && b.recv == d.SocketReceiveBufferBytes {
-				ev = b.log.Info()
-			}
-			ev.Int("socket_send_buffer_bytes", b.send).Int("socket_receive_buffer_bytes", b.recv).
+			b.log.Warn().Int("socket_send_buffer_bytes", b.send).Int("socket_receive_buffer_bytes", b.recv).
 				Int("send_buffer_got", got.send/2).Int("receive_buffer_got", got.recv/2).
 				Msg("the kernel capped the socket buffers asked for (net.core.wmem_max / rmem_max, set on the host); kproxy uses what it gave")
 		})

@@ -87,24 +87,6 @@ func TestSocketBuffersReachBothSockets(t *testing.T) {
 	}
 }
 
-// At 0 kproxy leaves the sockets to the kernel's own sizing: the send
-// buffer starts at net.ipv4.tcp_wmem's default rather than a fixed value.
-func TestSocketBuffersZeroLeavesTheKernelsSizing(t *testing.T) {
-	env := startKfake(t, nil, func(cfg *Config, _ *framing.Config, _ *correlate.Config) {
-		cfg.SocketSendBufferBytes, cfg.SocketReceiveBufferBytes = 0, 0
-	})
-	pingKfake(t, env)
-	snd, _ := pairBuffers(t, env.srv)
-	if len(snd) < 2 {
-		t.Fatalf("%d sockets in pairs, want at least one pair", len(snd))
-	}
-	for i, s := range snd {
-		if s == 2*(512<<10) {
-			t.Errorf("socket %d: SO_SNDBUF %d, the default's value, with socket_send_buffer_bytes 0", i, s)
-		}
-	}
-}
-
 // pingKfake has franz-go reach kfake through kproxy, and keeps its client
 // (and so its pairs) open until the test ends.
 func pingKfake(t *testing.T, env *testEnv) {
