@@ -31,6 +31,7 @@ func TestLoadFull(t *testing.T) {
 	want.Proxy.Linger = time.Millisecond
 	want.Proxy.SocketSendBufferBytes = 128 << 10
 	want.Proxy.SocketReceiveBufferBytes = 256 << 10
+	want.Proxy.LargeFrameSendBufferBytes = 1 << 20
 	want.Framing.MaxRequestBytes = 1 << 20
 	want.Framing.MaxResponseBytes = 32 << 20
 	want.Framing.ReadTimeout = 10 * time.Second

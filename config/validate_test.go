@@ -39,6 +39,8 @@ func TestValidate(t *testing.T) {
 			"proxy.socket_send_buffer_bytes", 3, "between 4096 and 268435456"},
 		{"receive buffer too large", "proxy:\n  upstream: b:9092\n  socket_receive_buffer_bytes: 1073741824\n",
 			"proxy.socket_receive_buffer_bytes", 3, "between 4096 and 268435456"},
+		{"large frame buffer too small", "proxy:\n  upstream: b:9092\n  large_frame_send_buffer_bytes: 1\n",
+			"proxy.large_frame_send_buffer_bytes", 3, "between 4096 and 268435456"},
 		{"cluster node ids reversed", "proxy:\n  upstream: b:9092\ncluster:\n  node_port_base: 9100\n  node_ids:\n    min: 5\n    max: 2\n",
 			"cluster.node_ids.max", 7, "at least node_ids.min"},
 		{"cluster ports past 65535", "proxy:\n  upstream: b:9092\ncluster:\n  node_port_base: 65500\n",

@@ -68,6 +68,15 @@ type Config struct {
 	// makes a connection crawl. Capped by net.core.rmem_max as above.
 	// 0, or 4096 to 256 MiB.
 	SocketReceiveBufferBytes int `yaml:"socket_receive_buffer_bytes"`
+	// LargeFrameSendBufferBytes is SO_SNDBUF set on an upstream socket
+	// the first time kproxy writes more than 64 KiB to it at once (a
+	// large request frame), so that only connections that carry large
+	// frames get a fixed send buffer. 524288 (the default) relayed 1 MiB
+	// Produce frames faster (see socket_send_buffer_bytes) without the
+	// cost to small requests. Capped by net.core.wmem_max as above.
+	// Plaintext only (the netpoll path); 0 turns it off; else 4096 to
+	// 256 MiB.
+	LargeFrameSendBufferBytes int `yaml:"large_frame_send_buffer_bytes"`
 }
 
 // Defaults returns the section as used when kproxy.yaml leaves it out.
@@ -79,6 +88,8 @@ func Defaults() Config {
 		MaxConnections: 10000,
 		MaxUnreadBytes: 128 << 20,
 		DrainTimeout:   20 * time.Second,
+
+		LargeFrameSendBufferBytes: 512 << 10,
 	}
 }
 
@@ -112,6 +123,8 @@ func (c Config) Validate() error {
 		return fielderr.New("socket_send_buffer_bytes", "must be 0 (the kernel's own sizing) or between 4096 and 268435456")
 	case c.SocketReceiveBufferBytes != 0 && (c.SocketReceiveBufferBytes < minSocketBuffer || c.SocketReceiveBufferBytes > maxSocketBuffer):
 		return fielderr.New("socket_receive_buffer_bytes", "must be 0 (the kernel's own sizing) or between 4096 and 268435456")
+	case c.LargeFrameSendBufferBytes != 0 && (c.LargeFrameSendBufferBytes < minSocketBuffer || c.LargeFrameSendBufferBytes > maxSocketBuffer):
+		return fielderr.New("large_frame_send_buffer_bytes", "must be 0 (off) or between 4096 and 268435456")
 	}
 	return nil
 }

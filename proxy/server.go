@@ -107,7 +107,8 @@ func New(cfg Config, fr framing.Config, tc correlate.Config, log zerolog.Logger,
 	s.env = &relay.Env{Framing: fr, Table: tc, Metrics: m.relay, Tracer: tracer, Topics: s.topics,
 		Policies: &s.policies, Listener: cfg.Listen, MaxUnread: cfg.MaxUnreadBytes}
 	s.budget.max = int64(cfg.MaxBufferedBytes)
-	s.sockets = socketBuffers{send: cfg.SocketSendBufferBytes, recv: cfg.SocketReceiveBufferBytes, log: log}
+	s.sockets = socketBuffers{send: cfg.SocketSendBufferBytes, recv: cfg.SocketReceiveBufferBytes,
+		largeSend: cfg.LargeFrameSendBufferBytes, log: log}
 	m.budgetUsed.Store(&s.budget.used)
 	return s, nil
 }

@@ -3,9 +3,12 @@ package proxy
 import (
 	"net"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cloudwego/netpoll"
 	"github.com/rs/zerolog"
+
+	"github.com/kproxy/kproxy/relay"
 )
 
 // Bounds of proxy.socket_send_buffer_bytes and socket_receive_buffer_bytes
@@ -21,8 +24,31 @@ const (
 // and says once when the kernel gave less than was asked for.
 type socketBuffers struct {
 	send, recv int
-	log        zerolog.Logger
-	capped     sync.Once
+	// largeSend is proxy.large_frame_send_buffer_bytes.
+	largeSend int
+	log       zerolog.Logger
+	capped    sync.Once
+}
+
+// large gives c's socket the large-frame send buffer the first time
+// kproxy writes a batch of more than inlineMaxBytes to it (done marks
+// that): only connections that carry large frames get a fixed buffer,
+// which made small requests slower.
+func (b *socketBuffers) large(c netpoll.Connection, done *atomic.Bool, batch *relay.Batch) {
+	if b.largeSend == 0 {
+		return
+	}
+	n := 0
+	for _, f := range *batch {
+		n += len(f)
+	}
+	if n <= inlineMaxBytes {
+		return
+	}
+	done.Store(true)
+	if fc, ok := c.(interface{ Fd() int }); ok {
+		b.report(setSocketBuffers(fc.Fd(), b.largeSend, 0), b.largeSend, 0)
+	}
 }
 
 // setConn sets the buffers of a netpoll connection.
@@ -31,7 +57,7 @@ func (b *socketBuffers) setConn(c netpoll.Connection) {
 		return
 	}
 	if fc, ok := c.(interface{ Fd() int }); ok {
-		b.report(setSocketBuffers(fc.Fd(), b.send, b.recv))
+		b.report(setSocketBuffers(fc.Fd(), b.send, b.recv), b.send, b.recv)
 	}
 }
 
@@ -50,14 +76,14 @@ func (b *socketBuffers) setNet(c net.Conn) {
 	}
 	var got sockBufs
 	if err := raw.Control(func(fd uintptr) { got = setSocketBuffers(int(fd), b.send, b.recv) }); err == nil {
-		b.report(got)
+		b.report(got, b.send, b.recv)
 	}
 }
 
 // report logs once when a buffer came out smaller than asked for: the
 // kernel caps SO_SNDBUF and SO_RCVBUF at net.core.wmem_max and rmem_max,
 // which only the host can raise.
-func (b *socketBuffers) report(got sockBufs) {
+func (b *socketBuffers) report(got sockBufs, send, recv int) {
 	if got.err != nil {
 		b.capped.Do(func() {
 			b.log.Warn().Err(got.err).Msg("cannot set socket buffers (proxy.socket_send_buffer_bytes, socket_receive_buffer_bytes); the kernel's sizes are used")
@@ -66,9 +92,9 @@ func (b *socketBuffers) report(got sockBufs) {
 	}
 	// The kernel reports twice what it keeps for data, its bookkeeping
 	// included; less than that means the value was capped.
-	if (b.send > 0 && got.send < 2*b.send) || (b.recv > 0 && got.recv < 2*b.recv) {
+	if (send > 0 && got.send < 2*send) || (recv > 0 && got.recv < 2*recv) {
 		b.capped.Do(func() {
-			b.log.Warn().Int("socket_send_buffer_bytes", b.send).Int("socket_receive_buffer_bytes", b.recv).
+			b.log.Warn().Int("send_buffer_bytes", send).Int("receive_buffer_bytes", recv).
 				Int("send_buffer_got", got.send/2).Int("receive_buffer_got", got.recv/2).
 				Msg("the kernel capped the socket buffers asked for (net.core.wmem_max / rmem_max, set on the host); kproxy uses what it gave")
 		})
