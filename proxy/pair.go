@@ -25,6 +25,9 @@ type pair struct {
 	log      zerolog.Logger
 	client   netpoll.Connection
 	upstream netpoll.Connection
+	// upLarge is set once a large batch went upstream and the socket got
+	// proxy.large_frame_send_buffer_bytes (sockopt.go).
+	upLarge atomic.Bool
 	// sess is the Kafka half of the pair: the relay rules, the InFlight
 	// table, the policy state, the spans and counters.
 	sess   *relay.Session

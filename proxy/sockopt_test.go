@@ -114,17 +114,20 @@ func bigValue(i int) []byte {
 // sends half a large frame and hangs up; the records arrive intact and in
 // order, and the broken connection harms nobody else.
 func TestFranzGoLargeRecordsWithSmallSocketBuffers(t *testing.T) {
-	// The smallest send buffer allowed; the receive buffer is left to the
+	// A 16 KiB send buffer (32 KiB as the kernel counts it) takes a
+	// large frame in dozens of writes; the receive buffer is left to the
 	// kernel, since a fixed 4 KiB window on loopback, whose segments are
 	// 64 KiB, moves about 100 KB/s (delayed acks).
 	env := startKfake(t, []kfake.Opt{kfake.SeedTopics(2, "big")}, func(cfg *Config, _ *framing.Config, _ *correlate.Config) {
-		cfg.SocketSendBufferBytes, cfg.SocketReceiveBufferBytes = minSocketBuffer, 0
+		cfg.SocketSendBufferBytes, cfg.SocketReceiveBufferBytes = 16<<10, 0
+		cfg.LargeFrameSendBufferBytes = 16 << 10
 	})
 	via := &onlyVia{addr: env.addr}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	prod, err := kgo.NewClient(kgo.SeedBrokers(env.addr), kgo.WithHooks(via), kgo.DefaultProduceTopic("big"),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchMaxBytes(1<<20), kgo.MaxBufferedBytes(8<<20))
+		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchMaxBytes(1<<20), kgo.MaxBufferedBytes(8<<20),
+		kgo.ProducerBatchCompression(kgo.NoCompression())) // large frames on the wire
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,5 +277,46 @@ func TestSocketBuffersReachStreamSockets(t *testing.T) {
 				t.Errorf("%s side: SO_SNDBUF %d, want %d", side, got, want)
 			}
 		}
+	}
+}
+
+// large_frame_send_buffer_bytes reaches the upstream socket of the pair
+// that carried a large request, and no other.
+func TestLargeFrameSendBufferOnlyWhereLargeFramesWent(t *testing.T) {
+	const large = 300 << 10
+	env := startKfake(t, []kfake.Opt{kfake.SeedTopics(1, "big")}, func(cfg *Config, _ *framing.Config, _ *correlate.Config) {
+		cfg.SocketSendBufferBytes, cfg.LargeFrameSendBufferBytes = 0, large
+	})
+	pingKfake(t, env) // a client with small requests only
+	prod, err := kgo.NewClient(kgo.SeedBrokers(env.addr), kgo.DefaultProduceTopic("big"), kgo.ProducerBatchMaxBytes(1<<20),
+		kgo.ProducerBatchCompression(kgo.NoCompression()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := prod.ProduceSync(ctx, &kgo.Record{Value: bigValue(3)}).FirstErr(); err != nil {
+		t.Fatalf("produce: %v", err)
+	}
+	want := 2 * min(large, sysctlInt(t, "net.core.wmem_max"))
+	env.srv.mu.Lock()
+	defer env.srv.mu.Unlock()
+	sized, pairs := 0, 0
+	for p := range env.srv.pairs {
+		pairs++
+		got, err := syscall.GetsockoptInt(p.upstream.(interface{ Fd() int }).Fd(), syscall.SOL_SOCKET, syscall.SO_SNDBUF)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got == want {
+			sized++
+		}
+		if (got == want) != p.upLarge.Load() {
+			t.Errorf("upstream SO_SNDBUF %d (large buffer %d) on a pair that relayed a large frame: %v", got, want, p.upLarge.Load())
+		}
+	}
+	if sized != 1 || pairs < 2 {
+		t.Fatalf("%d of %d pairs have the large-frame send buffer, want exactly 1 (the producer's) of at least 2", sized, pairs)
 	}
 }
