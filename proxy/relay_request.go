@@ -101,7 +101,7 @@ func (p *pair) relayRequests(r netpoll.Reader) error {
 func (p *pair) FlushUp(up *relay.Batch) error {
 	p.sess.CountRequests()
 	if !p.upLarge.Load() {
-		p.s.sockets.large(p.upstream, &p.upLarge, up)
+		p.s.sockets.large(p.upstream, p.upOut, &p.upLarge, up)
 	}
 	w := p.upstream.Writer()
 	err := p.upOut.writeBatch(w, up)

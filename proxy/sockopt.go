@@ -33,8 +33,9 @@ type socketBuffers struct {
 // large gives c's socket the large-frame send buffer the first time
 // kproxy writes a batch of more than inlineMaxBytes to it (done marks
 // that): only connections that carry large frames get a fixed buffer,
-// which made small requests slower.
-func (b *socketBuffers) large(c netpoll.Connection, done *atomic.Bool, batch *relay.Batch) {
+// which made small requests slower. It holds c's write guard g, as a
+// write does, so that the fd cannot be closed and reused meanwhile.
+func (b *socketBuffers) large(c netpoll.Connection, g *writeGuard, done *atomic.Bool, batch *relay.Batch) {
 	if b.largeSend == 0 {
 		return
 	}
@@ -46,6 +47,10 @@ func (b *socketBuffers) large(c netpoll.Connection, done *atomic.Bool, batch *re
 		return
 	}
 	done.Store(true)
+	if !g.enter() {
+		return
+	}
+	defer g.leave()
 	if fc, ok := c.(interface{ Fd() int }); ok {
 		b.report(setSocketBuffers(fc.Fd(), b.largeSend, 0), b.largeSend, 0)
 	}
