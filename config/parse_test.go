@@ -29,6 +29,9 @@ func TestLoadFull(t *testing.T) {
 	want.Proxy.MaxBufferedBytes = 256 << 20
 	want.Proxy.DrainTimeout = 90 * time.Second
 	want.Proxy.Linger = time.Millisecond
+	want.Proxy.SocketSendBufferBytes = 128 << 10
+	want.Proxy.SocketReceiveBufferBytes = 256 << 10
+	want.Proxy.LargeFrameSendBufferBytes = 1 << 20
 	want.Framing.MaxRequestBytes = 1 << 20
 	want.Framing.MaxResponseBytes = 32 << 20
 	want.Framing.ReadTimeout = 10 * time.Second

@@ -25,6 +25,9 @@ type pair struct {
 	log      zerolog.Logger
 	client   netpoll.Connection
 	upstream netpoll.Connection
+	// upLarge is set once a large batch went upstream and the socket got
+	// proxy.large_frame_send_buffer_bytes (sockopt.go).
+	upLarge atomic.Bool
 	// sess is the Kafka half of the pair: the relay rules, the InFlight
 	// table, the policy state, the spans and counters.
 	sess   *relay.Session
@@ -119,6 +122,8 @@ func (l *listener) onConnect(ctx context.Context, client netpoll.Connection) con
 		log.Error().Err(err).Str("upstream", addr).Msg("upstream dial failed; client connection reset")
 		return ctx
 	}
+	s.sockets.setConn(client)
+	s.sockets.setConn(up)
 	var auth sasl.Result
 	if s.sasl != nil {
 		if auth, err = s.authenticate(up, addr, &log); err != nil {

@@ -100,6 +100,9 @@ func (p *pair) relayRequests(r netpoll.Reader) error {
 // session's relay.Link, called before the session waits.
 func (p *pair) FlushUp(up *relay.Batch) error {
 	p.sess.CountRequests()
+	if !p.upLarge.Load() {
+		p.s.sockets.large(p.upstream, p.upOut, &p.upLarge, up)
+	}
 	w := p.upstream.Writer()
 	err := p.upOut.writeBatch(w, up)
 	if err == nil {

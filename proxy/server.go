@@ -57,6 +57,8 @@ type Server struct {
 	// tls, when it speaks TLS on either side, has the listeners' pairs
 	// relayed by the stream driver, accepted on Go's net.
 	tls *serverTLS
+	// sockets sizes the socket buffers of every pair.
+	sockets socketBuffers
 
 	mu      sync.Mutex
 	pairs   map[*pair]struct{}
@@ -105,6 +107,8 @@ func New(cfg Config, fr framing.Config, tc correlate.Config, log zerolog.Logger,
 	s.env = &relay.Env{Framing: fr, Table: tc, Metrics: m.relay, Tracer: tracer, Topics: s.topics,
 		Policies: &s.policies, Listener: cfg.Listen, MaxUnread: cfg.MaxUnreadBytes}
 	s.budget.max = int64(cfg.MaxBufferedBytes)
+	s.sockets = socketBuffers{send: cfg.SocketSendBufferBytes, recv: cfg.SocketReceiveBufferBytes,
+		largeSend: cfg.LargeFrameSendBufferBytes, log: log}
 	m.budgetUsed.Store(&s.budget.used)
 	return s, nil
 }

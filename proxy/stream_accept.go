@@ -52,6 +52,7 @@ func (s *Server) onStream(l *listener, raw net.Conn) {
 		s.turnAway(&log, why)
 		return
 	}
+	s.sockets.setNet(raw)
 	client, names, err := s.tls.accept(raw)
 	if err != nil {
 		s.unreserve()
@@ -125,6 +126,7 @@ func (s *Server) dialStream(ctx context.Context, log zerolog.Logger, addr string
 		log.Error().Err(err).Str("upstream", addr).Msg("upstream dial failed; client connection reset")
 		return nil, err
 	}
+	s.sockets.setNet(c)
 	tc, err := s.tls.dial(c, addr, time.Time{}, true)
 	if err != nil {
 		c.Close()
