@@ -9,7 +9,9 @@ cd "$(dirname "$0")/.."
 
 # bash bench/run.sh hostile runs the hostile section alone, which needs
 # only go; bash bench/run.sh tls runs the TLS section alone (go, haproxy);
-# bash bench/run.sh cluster runs the cluster mode section alone (go).
+# bash bench/run.sh cluster runs the cluster mode section alone (go);
+# bash bench/run.sh plain runs the plaintext shapes and tracing alone
+# (go, socat, haproxy).
 tools=(go socat haproxy)
 [[ ${1:-} == hostile || ${1:-} == cluster ]] && tools=(go)
 [[ ${1:-} == tls ]] && tools=(go haproxy)
@@ -139,6 +141,41 @@ cluster() {
 	echo
 }
 
+# plain: the plaintext shapes against HAProxy and socat, and tracing.
+plain() {
+	# L4 proxies in front of the null broker compare starts on 127.0.0.1:29092.
+	socat TCP-LISTEN:29094,bind=127.0.0.1,reuseaddr,fork TCP:127.0.0.1:29092 2>"$work/socat.log" &
+	pids+=($!)
+	haproxy -D -p "$work/haproxy.pid" -f bench/haproxy.cfg
+	up 127.0.0.1 29094
+	up 127.0.0.1 29095
+	others=(--other socat=127.0.0.1:29094 --other "haproxy=127.0.0.1:29095,pid=$(cat "$work/haproxy.pid")")
+	# compare prints its table; its progress lines and the kproxies' logs go to
+	# a file that is shown if it fails.
+	compare() {
+		"$kb" compare --broker-listen 127.0.0.1:29092 --kproxy-bin "$work/kproxy" -t "$T" --rounds "$ROUNDS" "$@" \
+			2>"$work/compare.log" || { cat "$work/compare.log" >&2; exit 1; }
+		echo
+	}
+
+	echo "== 64 connections x 8 in flight, small Produce (throughput, CPU per request)"
+	compare "${others[@]}" -c 64 -d 8 -s 113
+	echo "== 1 connection, 1 request at a time (added latency)"
+	compare "${others[@]}" -c 1 -d 1 -s 113
+	echo "== 1 connection x 64 in flight"
+	compare "${others[@]}" -c 1 -d 64 -s 113
+	echo "== 1 MiB Produce, 4 connections x 4 in flight (MB/s)"
+	compare "${others[@]}" -c 4 -d 4 -s 1048576
+	echo "== tracing every request (OTLP/HTTP to a null sink), 64 x 8"
+	compare --traced --trace-ratio 1 -c 64 -d 8 -s 113
+	echo "== tracing 1 request in 100, 64 x 8"
+	compare --traced --trace-ratio 0.01 -c 64 -d 8 -s 113
+	echo "== tracing 1 request in 20, 64 x 8"
+	compare --traced --trace-ratio 0.05 -c 64 -d 8 -s 113
+	echo "== tracing every request at a fixed offered load: 50,000 req/s over 64 connections"
+	compare --traced --trace-ratio 1 --rate 50000 -c 64 -d 8 -s 113
+}
+
 go build -o "$work/kproxy" ./cmd/kproxy
 go build -o "$work/kbench" ./cmd/kbench
 kb=$work/kbench
@@ -150,6 +187,11 @@ hostile)
 tls)
 	echo "haproxy $(haproxy -v | head -1 | cut -d' ' -f3), $(go version | cut -d' ' -f3)"
 	tls
+	exit 0
+	;;
+plain)
+	echo "$(nproc) CPUs: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'); $(go version | cut -d' ' -f3)"
+	plain
 	exit 0
 	;;
 cluster)
@@ -164,33 +206,7 @@ echo "$(nproc) CPUs: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 
 echo "haproxy $(haproxy -v | head -1 | cut -d' ' -f3), socat $(socat -V | grep -m1 'socat version' | cut -d' ' -f3)"
 echo
 
-# L4 proxies in front of the null broker compare starts on 127.0.0.1:29092.
-socat TCP-LISTEN:29094,bind=127.0.0.1,reuseaddr,fork TCP:127.0.0.1:29092 2>"$work/socat.log" &
-pids+=($!)
-haproxy -D -p "$work/haproxy.pid" -f bench/haproxy.cfg
-up 127.0.0.1 29094
-up 127.0.0.1 29095
-others=(--other socat=127.0.0.1:29094 --other "haproxy=127.0.0.1:29095,pid=$(cat "$work/haproxy.pid")")
-# compare prints its table; its progress lines and the kproxies' logs go to
-# a file that is shown if it fails.
-compare() {
-	"$kb" compare --broker-listen 127.0.0.1:29092 --kproxy-bin "$work/kproxy" -t "$T" --rounds "$ROUNDS" "$@" \
-		2>"$work/compare.log" || { cat "$work/compare.log" >&2; exit 1; }
-	echo
-}
-
-echo "== 64 connections x 8 in flight, small Produce (throughput, CPU per request)"
-compare "${others[@]}" -c 64 -d 8 -s 113
-echo "== 1 connection, 1 request at a time (added latency)"
-compare "${others[@]}" -c 1 -d 1 -s 113
-echo "== 1 connection x 64 in flight"
-compare "${others[@]}" -c 1 -d 64 -s 113
-echo "== 1 MiB Produce, 4 connections x 4 in flight (MB/s)"
-compare "${others[@]}" -c 4 -d 4 -s 1048576
-echo "== tracing every request (OTLP/HTTP to a null sink), 64 x 8"
-compare --traced --trace-ratio 1 -c 64 -d 8 -s 113
-echo "== tracing 1 request in 100, 64 x 8"
-compare --traced --trace-ratio 0.01 -c 64 -d 8 -s 113
+plain
 
 echo "== idle connections: resident memory"
 # One process may hold 20,000 files here, and kproxy holds two per client.
