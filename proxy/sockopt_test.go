@@ -258,6 +258,9 @@ func TestSocketBuffersReachStreamSockets(t *testing.T) {
 			if tc, ok := c.(*tls.Conn); ok {
 				c = tc.NetConn()
 			}
+			if h, ok := c.(*heldConn); ok {
+				c = h.Conn
+			}
 			tcp, ok := c.(*net.TCPConn)
 			if !ok {
 				t.Fatalf("%s side is a %T, not a TCP connection", side, c)
