@@ -82,6 +82,11 @@ type pair struct {
 
 	// holding is what the pair has charged to Server.budget.
 	holding holding
+
+	// inlineRead[from] is the input of that side relayed on the poller
+	// since its last batch in the pool (see inlineResetBytes); under that
+	// side's task lock.
+	inlineRead [2]int
 }
 
 // Close reasons, as logged.
