@@ -84,8 +84,9 @@ type pair struct {
 	holding holding
 
 	// inlineRead[from] is the input of that side relayed on the poller
-	// since its last batch in the pool (see inlineResetBytes); under that
-	// side's task lock.
+	// since runTask last sent one of its batches to the pool to let
+	// netpoll end a buffer node (see inlineResetBytes); under that side's
+	// task lock.
 	inlineRead [2]int
 }
 

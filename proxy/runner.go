@@ -145,8 +145,8 @@ func (p *pair) upstreamInline() bool {
 }
 
 // inlineAllowance counts n bytes of side from about to be relayed on the
-// poller, or, once inlineResetBytes have been since that side's last
-// batch in the pool, reports false so this batch goes there instead (see
+// poller, or, once inlineResetBytes have been since it last said no,
+// reports false so this batch goes to the pool instead (see
 // inlineResetBytes). The caller holds that side's task lock.
 func (p *pair) inlineAllowance(from, n int) bool {
 	if p.inlineRead[from]+n > inlineResetBytes {
