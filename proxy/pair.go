@@ -85,6 +85,12 @@ type pair struct {
 
 	// holding is what the pair has charged to Server.budget.
 	holding holding
+
+	// inlineRead[from] is the input of that side relayed on the poller
+	// since runTask last sent one of its batches to the pool to let
+	// netpoll end a buffer node (see inlineResetBytes); under that side's
+	// task lock.
+	inlineRead [2]int
 }
 
 // Close reasons, as logged.

@@ -16,6 +16,20 @@ import (
 // the poller serves every connection, so no one batch may keep it long.
 const inlineMaxBytes = 64 << 10
 
+// inlineResetBytes is how much of a side's input may be relayed on the
+// poller before a batch goes to the pool, whose Release lets netpoll end
+// the buffer node being filled. netpoll (v0.7.2) sizes a connection's
+// next input node from the bytes read between two such releases
+// (connection.Release: calcMaxSize, then resetTail); a Release on the
+// poller cannot do it (the poller holds the fd's operator), so without
+// this one node takes every read until it is full, the batch that crosses
+// into the next node goes to the pool with a partial frame, and its
+// Release records both nodes' fill: every full node doubled the next, up
+// to netpoll's 8 MiB per connection. With a release at least this often,
+// a node outgrows the bytes read between two of them (this plus one
+// batch) at most once and then stops filling.
+const inlineResetBytes = 96 << 10
+
 // runTask is netpoll's Runner: it runs a connection's handler either on the
 // poller goroutine that read the input ("inline") or in the goroutine pool.
 // Inline is how an event loop like HAProxy works: the thread that was woken
@@ -96,6 +110,10 @@ func (p *pair) clientInline() bool {
 	if !p.clientTask.TryLock() {
 		return false
 	}
+	if !p.inlineAllowance(fromClient, p.client.Reader().Len()) {
+		p.clientTask.Unlock()
+		return false
+	}
 	p.sess.PinRules(eng) // the rules this batch was admitted with
 	// Checked under clientTask: close sets closed before it waits for it.
 	if p.closed.Load() || !p.upMu.TryLock() {
@@ -115,10 +133,27 @@ func (p *pair) upstreamInline() bool {
 	if _, _, _, ok := wholeFrames(p.upstream.Reader(), p.s.framing.MaxResponseBytes, false); !ok || !p.upstreamTask.TryLock() {
 		return false
 	}
+	if !p.inlineAllowance(fromUpstream, p.upstream.Reader().Len()) {
+		p.upstreamTask.Unlock()
+		return false
+	}
 	if p.closed.Load() || !p.wmu.TryLock() {
 		p.upstreamTask.Unlock()
 		return false
 	}
+	return true
+}
+
+// inlineAllowance counts n bytes of side from about to be relayed on the
+// poller, or, once inlineResetBytes have been since it last said no,
+// reports false so this batch goes to the pool instead (see
+// inlineResetBytes). The caller holds that side's task lock.
+func (p *pair) inlineAllowance(from, n int) bool {
+	if p.inlineRead[from]+n > inlineResetBytes {
+		p.inlineRead[from] = 0
+		return false
+	}
+	p.inlineRead[from] += n
 	return true
 }
 
