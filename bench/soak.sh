@@ -6,7 +6,8 @@
 #   SOAK_DURATION=2m bash bench/soak.sh     # a short try
 #
 # It builds kproxy and kbench, then starts on 127.0.0.1 (ports
-# SOAK_PORT..SOAK_PORT+3, default 45092..45095):
+# SOAK_PORT..SOAK_PORT+3, default 29300..29303, below the range the
+# kernel picks outgoing ports from, so a closed connection cannot hold one):
 #   - kbench kfake: franz-go's kfake broker in its own process (real log,
 #     real consumer groups), advertising kproxy's address;
 #   - kbench sink: a null OTLP/HTTP collector;
@@ -46,7 +47,7 @@ done
 DURATION=${SOAK_DURATION:-30m}
 INTERVAL=${SOAK_INTERVAL:-10s}
 WINDOW=${SOAK_WINDOW:-20m}
-PORT=${SOAK_PORT:-45092}
+PORT=${SOAK_PORT:-29300}
 NICE=${SOAK_NICE:-10}
 OUT=${SOAK_OUT:-bench/soak}
 BROKER=127.0.0.1:$PORT
