@@ -39,56 +39,66 @@ func popAll(t *testing.T, tb *Table, stop <-chan struct{}) int {
 	}
 }
 
+// racePushes pushes plain entries on one goroutine and pops them on
+// another while act (Close or Drain) runs after round*100 looks at the
+// table, as the relay's two directions would. The pusher stops at
+// stopErr; a push that succeeds after act returned is an error. It
+// returns how many pushes succeeded and how many entries were popped,
+// and what act returned.
+func racePushes[T any](t *testing.T, round int, tb *Table, stopErr error, act func() T) (pushed int64, popped int, got T) {
+	t.Helper()
+	var done atomic.Bool
+	var n atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		for i := int32(0); ; i++ {
+			// Read before the push: a push that landed just before act
+			// can return after it, and is then accounted for by act.
+			after := done.Load()
+			_, err := tb.Push(Entry{ClientID: i})
+			switch {
+			case err == nil:
+				if after {
+					t.Errorf("round %d: push %d succeeded after %v", round, i, stopErr)
+					return
+				}
+				n.Add(1)
+			case errors.Is(err, ErrFull):
+				i--
+			case errors.Is(err, stopErr):
+				return
+			default:
+				t.Errorf("round %d: push %d: %v", round, i, err)
+				return
+			}
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		popped = popAll(t, tb, stop)
+	}()
+	for range round * 100 {
+		tb.Len()
+	}
+	got = act()
+	done.Store(true)
+	close(stop)
+	wg.Wait()
+	return n.Load(), popped, got
+}
+
 // A Close racing pushes and pops on the lock-free path (while the ring
 // grows) loses no entry: every push that succeeded was popped or is
 // returned by Close, and no push succeeds after it. Run with -race.
 func TestCloseRacingFastPathsLosesNothing(t *testing.T) {
 	for round := range 50 {
 		tb := New(512)
-		var pushed atomic.Int64
-		var closed atomic.Bool
-		stop := make(chan struct{})
-		var wg sync.WaitGroup
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := int32(0); ; i++ {
-				// Read before the push: a push that landed just before
-				// Close can return after it, and is then returned by Close.
-				after := closed.Load()
-				_, err := tb.Push(Entry{ClientID: i})
-				switch {
-				case err == nil:
-					if after {
-						t.Errorf("round %d: push %d succeeded after Close returned", round, i)
-						return
-					}
-					pushed.Add(1)
-				case errors.Is(err, ErrFull):
-					i--
-				case errors.Is(err, ErrClosed):
-					return
-				default:
-					t.Errorf("round %d: push %d: %v", round, i, err)
-					return
-				}
-			}
-		}()
-		var popped int
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			popped = popAll(t, tb, stop)
-		}()
-		for range round * 100 {
-			tb.Len()
-		}
-		left := tb.Close()
-		closed.Store(true)
-		close(stop)
-		wg.Wait()
-		if got := int64(popped + len(left)); got != pushed.Load() {
-			t.Fatalf("round %d: %d pushed, %d popped + %d returned by Close", round, pushed.Load(), popped, len(left))
+		pushed, popped, left := racePushes(t, round, tb, ErrClosed, tb.Close)
+		if got := int64(popped + len(left)); got != pushed {
+			t.Fatalf("round %d: %d pushed, %d popped + %d returned by Close", round, pushed, popped, len(left))
 		}
 		for i, e := range left {
 			if e.ClientID != int32(popped+i) {
@@ -104,50 +114,9 @@ func TestCloseRacingFastPathsLosesNothing(t *testing.T) {
 func TestDrainRacingFastPushes(t *testing.T) {
 	for round := range 50 {
 		tb := New(64)
-		var pushed atomic.Int64
-		var drained atomic.Bool
-		stop := make(chan struct{})
-		var wg sync.WaitGroup
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := int32(0); ; i++ {
-				// Read before the push: a push that landed just before
-				// Drain can return after it, and is then popped.
-				after := drained.Load()
-				_, err := tb.Push(Entry{ClientID: i})
-				switch {
-				case err == nil:
-					if after {
-						t.Errorf("round %d: push %d succeeded after Drain returned", round, i)
-						return
-					}
-					pushed.Add(1)
-				case errors.Is(err, ErrFull):
-					i--
-				case errors.Is(err, ErrDraining):
-					return
-				default:
-					t.Errorf("round %d: push %d: %v", round, i, err)
-					return
-				}
-			}
-		}()
-		var popped int
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			popped = popAll(t, tb, stop)
-		}()
-		for range round * 100 {
-			tb.Len()
-		}
-		tb.Drain()
-		drained.Store(true)
-		close(stop)
-		wg.Wait()
-		if int64(popped) != pushed.Load() || !tb.Drained() {
-			t.Fatalf("round %d: %d pushed, %d popped, drained %v", round, pushed.Load(), popped, tb.Drained())
+		pushed, popped, _ := racePushes(t, round, tb, ErrDraining, tb.Drain)
+		if int64(popped) != pushed || !tb.Drained() {
+			t.Fatalf("round %d: %d pushed, %d popped, drained %v", round, pushed, popped, tb.Drained())
 		}
 	}
 }

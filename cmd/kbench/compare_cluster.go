@@ -113,11 +113,9 @@ func spread(ratios []float64) (ratioSpread, bool) {
 	return ratioSpread{median: m, min: s[0], max: s[len(s)-1]}, true
 }
 
-// printRoundRatios compares target a with target b round by round (they
-// ran back to back in each round, so a noisy moment falls on both alike):
-// the median and spread of a's req/s and CPU per request over b's.
-func printRoundRatios(w io.Writer, a, b row) {
-	var rps, cpu []float64
+// roundRatios is a's req/s and CPU per request over b's, round by round
+// (rounds where b has no figure are left out).
+func roundRatios(a, b row) (rps, cpu []float64) {
 	for i := range min(len(a.rounds), len(b.rounds)) {
 		ra, rb := a.rounds[i], b.rounds[i]
 		if rb.reqPerSec > 0 {
@@ -127,6 +125,14 @@ func printRoundRatios(w io.Writer, a, b row) {
 			cpu = append(cpu, float64(ra.cpuPerReq)/float64(rb.cpuPerReq))
 		}
 	}
+	return rps, cpu
+}
+
+// printRoundRatios compares target a with target b round by round (they
+// ran back to back in each round, so a noisy moment falls on both alike):
+// the median and spread of a's req/s and CPU per request over b's.
+func printRoundRatios(w io.Writer, a, b row) {
+	rps, cpu := roundRatios(a, b)
 	if s, ok := spread(rps); ok {
 		fmt.Fprintf(w, "%s / %s, per round: req/s %v\n", a.name, b.name, s)
 	}
@@ -166,16 +172,7 @@ func medianCI(ratios []float64) (lo, hi float64, ok bool) {
 // per request: the resolution of the run, which its medians alone do not
 // show. Many short rounds narrow it more than a few long ones.
 func printMedianCI(w io.Writer, a, b row) {
-	var rps, cpu []float64
-	for i := range min(len(a.rounds), len(b.rounds)) {
-		ra, rb := a.rounds[i], b.rounds[i]
-		if rb.reqPerSec > 0 {
-			rps = append(rps, ra.reqPerSec/rb.reqPerSec)
-		}
-		if ra.cpuPerReq > 0 && rb.cpuPerReq > 0 {
-			cpu = append(cpu, float64(ra.cpuPerReq)/float64(rb.cpuPerReq))
-		}
-	}
+	rps, cpu := roundRatios(a, b)
 	for _, m := range []struct {
 		what string
 		r    []float64

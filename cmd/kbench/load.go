@@ -294,13 +294,9 @@ func driveConn(c net.Conn, frame []byte, depth int, deadline time.Time, budget i
 			res.err = err
 			return res
 		}
-		size := int(int32(binary.BigEndian.Uint32(hdr)))
-		if size < 4 || size > maxFrame {
-			res.err = fmt.Errorf("response size %d out of range", size)
-			return res
-		}
-		if corr := int32(binary.BigEndian.Uint32(hdr[4:])); corr != int32(expect) {
-			res.err = fmt.Errorf("response correlation id %d, want %d: responses out of order", corr, int32(expect))
+		size, err := checkResponseHeader(hdr, expect)
+		if err != nil {
+			res.err = err
 			return res
 		}
 		now := time.Since(base)
@@ -386,4 +382,18 @@ func setNoDelay(c net.Conn) {
 	if tc, ok := c.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
 	}
+}
+
+// checkResponseHeader checks a response's size and correlation id (its
+// first 8 bytes) and returns the size: responses come back in order, so
+// the id is the count of responses read before it.
+func checkResponseHeader(hdr []byte, expect uint32) (size int, err error) {
+	size = int(int32(binary.BigEndian.Uint32(hdr)))
+	if size < 4 || size > maxFrame {
+		return 0, fmt.Errorf("response size %d out of range", size)
+	}
+	if corr := int32(binary.BigEndian.Uint32(hdr[4:])); corr != int32(expect) {
+		return 0, fmt.Errorf("response correlation id %d, want %d: responses out of order", corr, int32(expect))
+	}
+	return size, nil
 }

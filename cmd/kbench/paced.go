@@ -2,8 +2,6 @@ package main
 
 import (
 	"bufio"
-	"encoding/binary"
-	"fmt"
 	"net"
 	"time"
 
@@ -86,13 +84,9 @@ func drivePaced(c net.Conn, frame []byte, depth int, interval, offset time.Durat
 			res.err = err
 			return res
 		}
-		size := int(int32(binary.BigEndian.Uint32(hdr)))
-		if size < 4 || size > maxFrame {
-			res.err = fmt.Errorf("response size %d out of range", size)
-			return res
-		}
-		if corr := int32(binary.BigEndian.Uint32(hdr[4:])); corr != int32(expect) {
-			res.err = fmt.Errorf("response correlation id %d, want %d: responses out of order", corr, int32(expect))
+		size, err := checkResponseHeader(hdr, expect)
+		if err != nil {
+			res.err = err
 			return res
 		}
 		res.hist.record(time.Since(base) - sentAt[expect%uint32(depth)])
