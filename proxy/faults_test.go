@@ -217,21 +217,7 @@ func floodUpstreamThatStopsReading(t *testing.T, linger time.Duration) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() })
-	go func() { // accept and never read
-		var held []net.Conn
-		defer func() {
-			for _, c := range held {
-				c.Close()
-			}
-		}()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			held = append(held, c)
-		}
-	}()
+	go acceptAndNeverRead(ln)
 	env := startProxy(t, ln.Addr().String(), func(cfg *Config, fc *framing.Config, _ *correlate.Config) {
 		fc.MaxRequestBytes, fc.MaxResponseBytes = 64<<10, 64<<10
 		cfg.MaxUnreadBytes = bound
@@ -305,4 +291,22 @@ func watchUnread(t *testing.T, srv *Server) func() int {
 	}()
 	t.Cleanup(func() { close(stop); <-done })
 	return func() int { return int(peak.Load()) }
+}
+
+// acceptAndNeverRead accepts every connection to ln and never reads from
+// it: an upstream that stopped reading. They are closed when ln is.
+func acceptAndNeverRead(ln net.Listener) {
+	var held []net.Conn
+	defer func() {
+		for _, c := range held {
+			c.Close()
+		}
+	}()
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		held = append(held, c)
+	}
 }

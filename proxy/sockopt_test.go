@@ -200,21 +200,7 @@ func TestUnreadBoundHoldsWithSocketBuffers(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() })
-	go func() { // accept and never read
-		var held []net.Conn
-		defer func() {
-			for _, c := range held {
-				c.Close()
-			}
-		}()
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			held = append(held, c)
-		}
-	}()
+	go acceptAndNeverRead(ln)
 	env := startProxy(t, ln.Addr().String(), func(cfg *Config, fc *framing.Config, _ *correlate.Config) {
 		fc.MaxRequestBytes, fc.MaxResponseBytes = 2<<20, 2<<20
 		cfg.MaxUnreadBytes = 4 << 20

@@ -301,15 +301,7 @@ func driveConn(c net.Conn, frame []byte, depth int, deadline time.Time, budget i
 		}
 		now := time.Since(base)
 		res.hist.record(now - sentAt[expect%uint32(depth)])
-		if expect == 0 { // check the first response fully, once
-			if first, err = readFrame(r, &first); err == nil {
-				err = checkFirst(first)
-			}
-		} else {
-			_, err = r.Discard(framing.SizeLen + size)
-		}
-		if err != nil {
-			res.err = err
+		if res.err = takeResponse(r, &first, expect, size, checkFirst); res.err != nil {
 			return res
 		}
 		expect++
@@ -396,4 +388,19 @@ func checkResponseHeader(hdr []byte, expect uint32) (size int, err error) {
 		return 0, fmt.Errorf("response correlation id %d, want %d: responses out of order", corr, int32(expect))
 	}
 	return size, nil
+}
+
+// takeResponse reads the response whose header was checked: the first
+// (expect 0) whole, checked once by checkFirst and kept in first; the
+// others skipped.
+func takeResponse(r *bufio.Reader, first *[]byte, expect uint32, size int, checkFirst func([]byte) error) error {
+	if expect != 0 {
+		_, err := r.Discard(framing.SizeLen + size)
+		return err
+	}
+	var err error
+	if *first, err = readFrame(r, first); err != nil {
+		return err
+	}
+	return checkFirst(*first)
 }

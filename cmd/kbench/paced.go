@@ -90,15 +90,7 @@ func drivePaced(c net.Conn, frame []byte, depth int, interval, offset time.Durat
 			return res
 		}
 		res.hist.record(time.Since(base) - sentAt[expect%uint32(depth)])
-		if expect == 0 {
-			if first, err = readFrame(r, &first); err == nil {
-				err = checkFirst(first)
-			}
-		} else {
-			_, err = r.Discard(framing.SizeLen + size)
-		}
-		if err != nil {
-			res.err = err
+		if res.err = takeResponse(r, &first, expect, size, checkFirst); res.err != nil {
 			return res
 		}
 		expect++
