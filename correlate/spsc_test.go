@@ -2,9 +2,11 @@ package correlate
 
 import (
 	"errors"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/kproxy/kproxy/framing"
 )
@@ -117,6 +119,45 @@ func TestDrainRacingFastPushes(t *testing.T) {
 		pushed, popped, _ := racePushes(t, round, tb, ErrDraining, tb.Drain)
 		if int64(popped) != pushed || !tb.Drained() {
 			t.Fatalf("round %d: %d pushed, %d popped, drained %v", round, pushed, popped, tb.Drained())
+		}
+	}
+}
+
+// A Close racing a fast pop that wakes a waiter (the request side held
+// back by a full table) never makes the pop signal a closed channel.
+// Before the fix -race flagged it (send against close) within 500 rounds.
+func TestCloseRacingFastPopWithAWaiter(t *testing.T) {
+	for round := range 500 {
+		tb := New(4)
+		for i := range 4 {
+			if _, err := tb.Push(Entry{ClientID: int32(i)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		waited := make(chan error, 1)
+		go func() { waited <- tb.WaitRoom(time.Minute) }()
+		for tb.waiters.Load() == 0 {
+			runtime.Gosched()
+		}
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			frame := respFrame(0)
+			for i := range 4 {
+				framing.SetResponseCorrelationID(frame, int32(i))
+				if _, err := tb.Pop(frame); err != nil {
+					return // closed first
+				}
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			tb.Close()
+		}()
+		wg.Wait()
+		if err := <-waited; err != nil && !errors.Is(err, ErrClosed) {
+			t.Fatalf("round %d: WaitRoom: %v", round, err)
 		}
 	}
 }

@@ -237,10 +237,13 @@ func (t *Table) Pop(frame []byte) (Entry, error) {
 				e := *h
 				*h = Entry{} // drop references to spans and frames
 				t.head.Store(head + 1)
-				t.popping.Store(false)
+				// Signal before leaving the fast path: Close waits for
+				// that (quiesce) before it closes room, so a signal never
+				// lands on a closed channel.
 				if t.waiters.Load() != 0 {
 					t.signal()
 				}
+				t.popping.Store(false)
 				return e, nil
 			}
 		}

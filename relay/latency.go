@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"math"
 	"sync/atomic"
 	"time"
 
@@ -57,10 +58,12 @@ func (v *LatencyVec) Collect(ch chan<- prometheus.Metric) {
 
 // latency is one API's series.
 type latency struct {
-	desc     *prometheus.Desc
-	api      string
-	buckets  [len(latencyBounds) + 1]atomic.Uint64 // the last is +Inf
-	sumNanos atomic.Int64
+	desc    *prometheus.Desc
+	api     string
+	buckets [len(latencyBounds) + 1]atomic.Uint64 // the last is +Inf
+	// sumBits is the sum in seconds, a float64's bits: an int64 of
+	// nanoseconds would wrap within days on long-polling traffic.
+	sumBits atomic.Uint64
 }
 
 // add records n requests that each took d.
@@ -70,7 +73,13 @@ func (l *latency) add(d time.Duration, n uint64) {
 		i++
 	}
 	l.buckets[i].Add(n)
-	l.sumNanos.Add(int64(d) * int64(n))
+	add := d.Seconds() * float64(n)
+	for {
+		old := l.sumBits.Load()
+		if l.sumBits.CompareAndSwap(old, math.Float64bits(math.Float64frombits(old)+add)) {
+			return
+		}
+	}
 }
 
 // Observe implements prometheus.Observer, in seconds.
@@ -89,7 +98,7 @@ func (l *latency) Write(out *dto.Metric) error {
 		cum[ub] = n
 	}
 	n += l.buckets[len(latencyBounds)].Load()
-	h, err := prometheus.NewConstHistogram(l.desc, n, time.Duration(l.sumNanos.Load()).Seconds(), cum, l.api)
+	h, err := prometheus.NewConstHistogram(l.desc, n, math.Float64frombits(l.sumBits.Load()), cum, l.api)
 	if err != nil {
 		return err
 	}

@@ -61,3 +61,26 @@ func TestLatencyRunsMatchAPrometheusHistogram(t *testing.T) {
 		}
 	}
 }
+
+// The sum keeps growing past what an int64 of nanoseconds holds (about 292
+// years in all, days of long-poll Fetches on a busy proxy): it never wraps
+// negative, which rate() would read as a counter reset.
+func TestLatencySumDoesNotWrap(t *testing.T) {
+	m := NewMetrics(prometheus.NewRegistry())
+	l := m.api(framing.KeyFetch).Latency
+	const n = 4_000_000
+	for range 3 {
+		l.add(time.Hour, n) // 3 x 4e6 hours: past math.MaxInt64 nanoseconds
+	}
+	var out dto.Metric
+	if err := l.Write(&out); err != nil {
+		t.Fatal(err)
+	}
+	want := 3 * n * time.Hour.Seconds()
+	if got := out.GetHistogram().GetSampleSum(); math.Abs(got-want) > want*1e-9 {
+		t.Fatalf("sum = %g s, want %g s", got, want)
+	}
+	if got := out.GetHistogram().GetSampleCount(); got != 3*n {
+		t.Fatalf("count = %d, want %d", got, 3*n)
+	}
+}
