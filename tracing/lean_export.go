@@ -21,11 +21,16 @@ import (
 const scopeName = "github.com/kproxy/kproxy/tracing"
 
 // The lean exporter's batching: spans go out when a batch holds
-// leanBatchMax of them, or leanBatchDelay after its first (the SDK's
-// batch processor waits 5 s, with batches of 512).
+// leanBatchMax of them or leanBatchBytes of encoded spans, or
+// leanBatchDelay after its first (the SDK's batch processor waits 5 s,
+// with batches of 512).
 const (
 	leanBatchMax   = 2048
 	leanBatchDelay = time.Second
+	// leanBatchBytes also ends a batch: spans with many links are large,
+	// and a collector's gRPC receiver refuses messages over 4 MiB by
+	// default, which would lose whole batches.
+	leanBatchBytes = 2 << 20
 	// leanExportTimeout bounds one upload with its retries, as the SDK's
 	// batch processor bounds an export.
 	leanExportTimeout = 30 * time.Second
@@ -127,7 +132,7 @@ func (e *leanExporter) encode() {
 		cur = enc.appendSpan(cur, s)
 		s.release()
 		n++
-		if n >= leanBatchMax {
+		if n >= leanBatchMax || len(cur) >= leanBatchBytes {
 			flush()
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -294,5 +295,40 @@ func TestLeanExportDropsAtAFullQueue(t *testing.T) {
 	_, spans := normalized(t, recv.resourceSpans())
 	if exported != float64(len(spans)) || exported+dropped != n {
 		t.Errorf("exported %v (the collector got %d), dropped %v, of %d", exported, len(spans), dropped, n)
+	}
+}
+
+// Large spans end a batch by its encoded size, not only its count: a
+// collector's gRPC receiver refuses messages over 4 MiB by default, and a
+// refused batch loses every span in it. Every export stays within
+// leanBatchBytes plus one span, and none is lost.
+func TestLeanExportBoundsBatchBytes(t *testing.T) {
+	recv := newOTLPReceiver(t)
+	tr := leanTracer(t, recv.srv.URL, nil)
+	client := strings.Repeat("c", 8<<10) // each span carries it as an attribute
+	const n = 600                        // about 5 MB in all, well under leanBatchMax spans
+	for i := range n {
+		frame := kmsg.NewRequestFormatter(kmsg.FormatterClientID(client)).AppendRequest(nil, fetchReq(12, "orders", [16]byte{}, 0), int32(i))
+		s := tr.Start(testPeer, bodyOf(t, frame), int32(i), len(frame), time.Now())
+		tr.End(s, framing.KeyFetch, 12, nil)
+	}
+	if err := tr.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	recv.mu.Lock()
+	defer recv.mu.Unlock()
+	spans := 0
+	for _, m := range recv.got {
+		if size := proto.Size(m); size > leanBatchBytes+16<<10 {
+			t.Errorf("an export of %d bytes, over %d", size, leanBatchBytes+16<<10)
+		}
+		for _, rs := range m.ResourceSpans {
+			for _, ss := range rs.ScopeSpans {
+				spans += len(ss.Spans)
+			}
+		}
+	}
+	if spans != n || len(recv.got) < 2 {
+		t.Errorf("%d spans in %d exports, want %d in at least 2", spans, len(recv.got), n)
 	}
 }
