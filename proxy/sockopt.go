@@ -36,7 +36,9 @@ type socketBuffers struct {
 // which made small requests slower. It holds c's write guard g, as a
 // write does, so that the fd cannot be closed and reused meanwhile.
 func (b *socketBuffers) large(c netpoll.Connection, g *writeGuard, done *atomic.Bool, batch *relay.Batch) {
-	if b.largeSend == 0 {
+	// A send buffer set for every socket at least as large stays: the
+	// large-frame one never shrinks what the user asked for.
+	if b.largeSend == 0 || b.send >= b.largeSend {
 		return
 	}
 	n := 0

@@ -309,3 +309,40 @@ func TestLargeFrameSendBufferOnlyWhereLargeFramesWent(t *testing.T) {
 		t.Fatalf("%d of %d pairs have the large-frame send buffer, want exactly 1 (the producer's) of at least 2", sized, pairs)
 	}
 }
+
+// The large-frame send buffer never shrinks a larger one set for every
+// socket: a producer of large frames keeps socket_send_buffer_bytes.
+func TestLargeFrameSendBufferKeepsALargerSetOne(t *testing.T) {
+	const set, large = 400 << 10, 300 << 10
+	env := startKfake(t, []kfake.Opt{kfake.SeedTopics(1, "big")}, func(cfg *Config, _ *framing.Config, _ *correlate.Config) {
+		cfg.SocketSendBufferBytes, cfg.LargeFrameSendBufferBytes = set, large
+	})
+	prod, err := kgo.NewClient(kgo.SeedBrokers(env.addr), kgo.DefaultProduceTopic("big"), kgo.ProducerBatchMaxBytes(1<<20),
+		kgo.ProducerBatchCompression(kgo.NoCompression()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := prod.ProduceSync(ctx, &kgo.Record{Value: bigValue(3)}).FirstErr(); err != nil {
+		t.Fatalf("produce: %v", err)
+	}
+	want := 2 * min(set, sysctlInt(t, "net.core.wmem_max"))
+	env.srv.mu.Lock()
+	defer env.srv.mu.Unlock()
+	pairs := 0
+	for p := range env.srv.pairs {
+		got, err := syscall.GetsockoptInt(p.upstream.(interface{ Fd() int }).Fd(), syscall.SOL_SOCKET, syscall.SO_SNDBUF)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Errorf("upstream SO_SNDBUF %d, want the set %d", got, want)
+		}
+		pairs++
+	}
+	if pairs == 0 {
+		t.Fatal("no pair open: the test checked nothing")
+	}
+}
