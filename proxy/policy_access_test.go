@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -161,31 +162,48 @@ func TestPolicyDeniedTopicInMixedProduce(t *testing.T) {
 	applyPolicies(t, env, denySecret)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(env.addr), kgo.ProducerLinger(100*time.Millisecond),
+	// Manual flushing: both records wait in the client until Flush, which
+	// sends every batch that is ready in one request, however the
+	// scheduler spaces the two Produce calls.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(env.addr), kgo.ManualFlushing(),
 		kgo.RecordRetries(0), kgo.ProducerBatchCompression(kgo.NoCompression()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	// Warm the metadata of both topics so both records share one request.
-	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "public", Value: []byte("warm")}).FirstErr(); err != nil {
+	produce := func(rs ...*kgo.Record) map[*kgo.Record]error {
+		var mu sync.Mutex
+		errs := make(map[*kgo.Record]error)
+		var wg sync.WaitGroup
+		for _, r := range rs {
+			wg.Add(1)
+			cl.Produce(ctx, r, func(r *kgo.Record, err error) {
+				defer wg.Done()
+				mu.Lock()
+				errs[r] = err
+				mu.Unlock()
+			})
+		}
+		if err := cl.Flush(ctx); err != nil {
+			t.Fatal(err)
+		}
+		wg.Wait()
+		return errs
+	}
+	// Warm the metadata of both topics, so both records share one request.
+	warm := &kgo.Record{Topic: "public", Value: []byte("warm")}
+	if err := produce(warm, &kgo.Record{Topic: "secret", Value: []byte("warm")})[warm]; err != nil {
 		t.Fatal(err)
 	}
-	cl.ProduceSync(ctx, &kgo.Record{Topic: "secret", Value: []byte("warm")}) // refused
 	before := env.requests("Produce")
 	secret := &kgo.Record{Topic: "secret", Value: []byte("s")}
 	public := &kgo.Record{Topic: "public", Value: []byte("p")}
-	for _, r := range cl.ProduceSync(ctx, secret, public) {
-		switch r.Record {
-		case secret:
-			if !errors.Is(r.Err, kerr.TopicAuthorizationFailed) {
-				t.Errorf("denied topic: %v, want TOPIC_AUTHORIZATION_FAILED", r.Err)
-			}
-		case public:
-			if r.Err != nil {
-				t.Errorf("allowed topic in the same request: %v", r.Err)
-			}
-		}
+	errs := produce(secret, public)
+	if !errors.Is(errs[secret], kerr.TopicAuthorizationFailed) {
+		t.Errorf("denied topic: %v, want TOPIC_AUTHORIZATION_FAILED", errs[secret])
+	}
+	if errs[public] != nil {
+		t.Errorf("allowed topic in the same request: %v", errs[public])
 	}
 	if n := env.requests("Produce") - before; n != 1 {
 		t.Fatalf("%v produce requests for the two records, want 1 (no retry)", n)
