@@ -277,7 +277,17 @@ func TestLargeFrameSendBufferOnlyWhereLargeFramesWent(t *testing.T) {
 		cfg.SocketSendBufferBytes, cfg.LargeFrameSendBufferBytes = 0, large
 	})
 	pingKfake(t, env) // a client with small requests only
-	produceLarge(t, env)
+	prod, err := kgo.NewClient(kgo.SeedBrokers(env.addr), kgo.DefaultProduceTopic("big"), kgo.ProducerBatchMaxBytes(1<<20),
+		kgo.ProducerBatchCompression(kgo.NoCompression()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := prod.ProduceSync(ctx, &kgo.Record{Value: bigValue(3)}).FirstErr(); err != nil {
+		t.Fatalf("produce: %v", err)
+	}
 	want := 2 * min(large, sysctlInt(t, "net.core.wmem_max"))
 	env.srv.mu.Lock()
 	defer env.srv.mu.Unlock()
@@ -307,7 +317,17 @@ func TestLargeFrameSendBufferKeepsALargerSetOne(t *testing.T) {
 	env := startKfake(t, []kfake.Opt{kfake.SeedTopics(1, "big")}, func(cfg *Config, _ *framing.Config, _ *correlate.Config) {
 		cfg.SocketSendBufferBytes, cfg.LargeFrameSendBufferBytes = set, large
 	})
-	produceLarge(t, env)
+	prod, err := kgo.NewClient(kgo.SeedBrokers(env.addr), kgo.DefaultProduceTopic("big"), kgo.ProducerBatchMaxBytes(1<<20),
+		kgo.ProducerBatchCompression(kgo.NoCompression()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := prod.ProduceSync(ctx, &kgo.Record{Value: bigValue(3)}).FirstErr(); err != nil {
+		t.Fatalf("produce: %v", err)
+	}
 	want := 2 * min(set, sysctlInt(t, "net.core.wmem_max"))
 	env.srv.mu.Lock()
 	defer env.srv.mu.Unlock()
@@ -324,22 +344,5 @@ func TestLargeFrameSendBufferKeepsALargerSetOne(t *testing.T) {
 	}
 	if pairs == 0 {
 		t.Fatal("no pair open: the test checked nothing")
-	}
-}
-
-// produceLarge produces one large uncompressed record to topic "big"
-// through env, so its pair relays a request batch over 64 KiB.
-func produceLarge(t *testing.T, env *testEnv) {
-	t.Helper()
-	prod, err := kgo.NewClient(kgo.SeedBrokers(env.addr), kgo.DefaultProduceTopic("big"), kgo.ProducerBatchMaxBytes(1<<20),
-		kgo.ProducerBatchCompression(kgo.NoCompression()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prod.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := prod.ProduceSync(ctx, &kgo.Record{Value: bigValue(3)}).FirstErr(); err != nil {
-		t.Fatalf("produce: %v", err)
 	}
 }
