@@ -150,13 +150,18 @@ func expressions(t *testing.T) []promQL {
 	return out
 }
 
+// targetLabels are added by Prometheus when it scrapes a pod, not by
+// kproxy; grouping by them is always possible.
+var targetLabels = map[string]bool{"namespace": true, "pod": true}
+
 // metricNames parses every expression with Prometheus' own parser and
 // returns the metric names they select, each with the first place that
-// uses it.
-func metricNames(t *testing.T) map[string]string {
+// uses it, and the labels each metric is grouped by (sum by (api), ...),
+// which kproxy must put on its series.
+func metricNames(t *testing.T) (names map[string]string, groupedBy map[string]map[string]string) {
 	t.Helper()
 	p := parser.NewParser(parser.Options{})
-	names := map[string]string{}
+	names, groupedBy = map[string]string{}, map[string]map[string]string{}
 	for _, e := range expressions(t) {
 		expr, err := p.ParseExpr(e.expr)
 		if err != nil {
@@ -164,15 +169,34 @@ func metricNames(t *testing.T) map[string]string {
 			continue
 		}
 		found := 0
-		parser.Inspect(expr, func(n parser.Node, _ []parser.Node) error {
-			if vs, ok := n.(*parser.VectorSelector); ok {
-				if vs.Name == "" {
-					t.Errorf("%s: a selector without a metric name: %s", e.where, vs)
-					return nil
+		parser.Inspect(expr, func(n parser.Node, path []parser.Node) error {
+			vs, ok := n.(*parser.VectorSelector)
+			if !ok {
+				return nil
+			}
+			if vs.Name == "" {
+				t.Errorf("%s: a selector without a metric name: %s", e.where, vs)
+				return nil
+			}
+			found++
+			if _, seen := names[vs.Name]; !seen {
+				names[vs.Name] = e.where
+			}
+			for _, a := range path {
+				agg, ok := a.(*parser.AggregateExpr)
+				if !ok || agg.Without {
+					continue
 				}
-				found++
-				if _, seen := names[vs.Name]; !seen {
-					names[vs.Name] = e.where
+				for _, l := range agg.Grouping {
+					if targetLabels[l] {
+						continue
+					}
+					if groupedBy[vs.Name] == nil {
+						groupedBy[vs.Name] = map[string]string{}
+					}
+					if _, seen := groupedBy[vs.Name][l]; !seen {
+						groupedBy[vs.Name][l] = e.where
+					}
 				}
 			}
 			return nil
@@ -181,7 +205,7 @@ func metricNames(t *testing.T) map[string]string {
 			t.Errorf("%s: selects no metric: %s", e.where, e.expr)
 		}
 	}
-	return names
+	return names, groupedBy
 }
 
 // family maps a histogram's or summary's series name to its family.

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -44,8 +45,9 @@ const (
 )
 
 // Every metric the dashboard and the alerts use is in the /metrics of
-// kproxy processes that relayed real franz-go traffic, with series: a
-// renamed metric, or one that only exists in a dashboard, fails here.
+// kproxy processes that relayed real franz-go traffic, with series, and
+// has the labels they group it by: a renamed metric or label, or one that
+// only exists in a dashboard, fails here.
 //
 // Two kproxy processes run, each from the binary built from this
 // repository. A terminates TLS from clients, traces to an OTLP/HTTP sink
@@ -58,7 +60,7 @@ const (
 // gone a client's dial fails. The metric families of both scrapes are
 // compared with the names the PromQL of both files selects.
 func TestObservabilityMetricsExist(t *testing.T) {
-	names := metricNames(t)
+	names, groupedBy := metricNames(t)
 	if t.Failed() {
 		t.FailNow()
 	}
@@ -91,8 +93,23 @@ func TestObservabilityMetricsExist(t *testing.T) {
 	})
 
 	have := map[string]bool{}
+	labels := map[string]map[string]bool{}
 	for s := range series {
-		have[seriesName(s)] = true
+		name := seriesName(s)
+		have[name] = true
+		if labels[name] == nil {
+			labels[name] = map[string]bool{}
+		}
+		for _, m := range labelName.FindAllStringSubmatch(s[len(name):], -1) {
+			labels[name][m[1]] = true
+		}
+	}
+	for name, ls := range groupedBy {
+		for l, where := range ls {
+			if have[name] && !labels[name][l] {
+				t.Errorf("%s groups %s by %s, a label kproxy does not put on it", where, name, l)
+			}
+		}
 	}
 	var used []string
 	for name, where := range names {
@@ -406,6 +423,9 @@ func scrape(t *testing.T, admin string) map[string]float64 {
 	}
 	return out
 }
+
+// labelName finds the label names in a series' {name="value",...}.
+var labelName = regexp.MustCompile(`[{,]([a-zA-Z_][a-zA-Z0-9_]*)="`)
 
 // seriesName is the metric name of a series as printed.
 func seriesName(s string) string {
