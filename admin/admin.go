@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/rs/zerolog"
 
 	"github.com/kproxy/kproxy/internal/fielderr"
@@ -60,7 +59,7 @@ func New(c Config, g prometheus.Gatherer, ready ReadyFunc, log zerolog.Logger) *
 		}
 		w.Write([]byte("ready\n"))
 	})
-	mux.Handle("/metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
+	mux.Handle("/metrics", newReadyGauge().metricsHandler(g, ready))
 	if c.Pprof {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)

@@ -52,6 +52,8 @@ func objects(t *testing.T, file string) []any {
 			obj = &corev1.Pod{}
 		case "v1 Secret":
 			obj = &corev1.Secret{}
+		case "monitoring.coreos.com/v1 PrometheusRule":
+			obj = &prometheusRule{} // observability_files_test.go
 		default:
 			t.Fatalf("%s document %d: unexpected %s %s", file, i+1, meta.APIVersion, meta.Kind)
 		}

@@ -1,0 +1,296 @@
+package k8s_test
+
+import (
+	"encoding/json"
+	"maps"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/prometheus/promql/parser"
+	"sigs.k8s.io/yaml"
+)
+
+// The dashboard and rules files, and what the tests read out of them.
+const (
+	dashboardFile = "grafana/kproxy-dashboard.json"
+	rulesFile     = "prometheus-rules.yaml"
+)
+
+// prometheusRule is the part of monitoring.coreos.com/v1 PrometheusRule
+// the file uses, our own struct rather than the prometheus-operator module
+// (which would pull its whole client into this module). Decoded strictly,
+// a misspelt or misplaced field fails as it would fail the Operator's CRD
+// schema.
+type prometheusRule struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Metadata   struct {
+		Name   string            `json:"name"`
+		Labels map[string]string `json:"labels"`
+	} `json:"metadata"`
+	Spec struct {
+		Groups []struct {
+			Name  string `json:"name"`
+			Rules []struct {
+				Alert       string            `json:"alert"`
+				Record      string            `json:"record"`
+				Expr        string            `json:"expr"`
+				For         string            `json:"for"`
+				Labels      map[string]string `json:"labels"`
+				Annotations map[string]string `json:"annotations"`
+			} `json:"rules"`
+		} `json:"groups"`
+	} `json:"spec"`
+}
+
+func loadRules(t *testing.T) prometheusRule {
+	t.Helper()
+	raw, err := os.ReadFile(rulesFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r prometheusRule
+	if err := yaml.UnmarshalStrict(raw, &r); err != nil {
+		t.Fatalf("%s does not decode strictly: %v", rulesFile, err)
+	}
+	return r
+}
+
+// dashboard is the part of Grafana's dashboard JSON model the checks read;
+// the rest is left to Grafana.
+type dashboard struct {
+	UID           string `json:"uid"`
+	Title         string `json:"title"`
+	SchemaVersion int    `json:"schemaVersion"`
+	Templating    struct {
+		List []struct {
+			Name       string          `json:"name"`
+			Type       string          `json:"type"`
+			Query      json.RawMessage `json:"query"`
+			Datasource *datasourceRef  `json:"datasource"`
+		} `json:"list"`
+	} `json:"templating"`
+	Panels []struct {
+		ID         int            `json:"id"`
+		Type       string         `json:"type"`
+		Title      string         `json:"title"`
+		Datasource *datasourceRef `json:"datasource"`
+		Targets    []struct {
+			RefID      string         `json:"refId"`
+			Expr       string         `json:"expr"`
+			Datasource *datasourceRef `json:"datasource"`
+		} `json:"targets"`
+	} `json:"panels"`
+}
+
+type datasourceRef struct {
+	Type string `json:"type"`
+	UID  string `json:"uid"`
+}
+
+func loadDashboard(t *testing.T) dashboard {
+	t.Helper()
+	raw, err := os.ReadFile(dashboardFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d dashboard
+	if err := json.Unmarshal(raw, &d); err != nil {
+		t.Fatalf("%s: %v", dashboardFile, err)
+	}
+	return d
+}
+
+// grafanaVars turns the dashboard's Grafana variables into PromQL that
+// parses: range intervals become a duration, the others stay inside label
+// matcher strings where they are plain text.
+var grafanaVars = strings.NewReplacer("$__rate_interval", "5m", "$__interval", "1m", "$__range", "1h")
+
+// labelValues matches a query variable's label_values(SELECTOR, LABEL).
+var labelValues = regexp.MustCompile(`^label_values\((.+),\s*([a-zA-Z_][a-zA-Z0-9_]*)\)$`)
+
+// promQL is one expression and where it comes from, for messages.
+type promQL struct{ where, expr string }
+
+// expressions lists every PromQL expression of both files: the rules'
+// exprs, the panels' targets, and the selectors of the query variables.
+func expressions(t *testing.T) []promQL {
+	t.Helper()
+	var out []promQL
+	for _, g := range loadRules(t).Spec.Groups {
+		for _, r := range g.Rules {
+			out = append(out, promQL{rulesFile + ": alert " + r.Alert, r.Expr})
+		}
+	}
+	d := loadDashboard(t)
+	for _, p := range d.Panels {
+		for _, tg := range p.Targets {
+			out = append(out, promQL{dashboardFile + ": panel " + p.Title + " " + tg.RefID, grafanaVars.Replace(tg.Expr)})
+		}
+	}
+	for _, v := range d.Templating.List {
+		if v.Type != "query" {
+			continue
+		}
+		var q struct {
+			Query string `json:"query"`
+		}
+		if err := json.Unmarshal(v.Query, &q); err != nil {
+			t.Fatalf("%s: variable %s: query: %v", dashboardFile, v.Name, err)
+		}
+		m := labelValues.FindStringSubmatch(q.Query)
+		if m == nil {
+			t.Fatalf("%s: variable %s: %q is not label_values(SELECTOR, LABEL)", dashboardFile, v.Name, q.Query)
+		}
+		out = append(out, promQL{dashboardFile + ": variable " + v.Name, m[1]})
+	}
+	return out
+}
+
+// targetLabels are added by Prometheus when it scrapes a pod, not by
+// kproxy; grouping by them is always possible.
+var targetLabels = map[string]bool{"namespace": true, "pod": true}
+
+// metricNames parses every expression with Prometheus' own parser and
+// returns the metric names they select, each with the first place that
+// uses it, and the labels each metric is grouped by (sum by (api), ...),
+// which kproxy must put on its series.
+func metricNames(t *testing.T) (names map[string]string, groupedBy map[string]map[string]string) {
+	t.Helper()
+	p := parser.NewParser(parser.Options{})
+	names, groupedBy = map[string]string{}, map[string]map[string]string{}
+	for _, e := range expressions(t) {
+		expr, err := p.ParseExpr(e.expr)
+		if err != nil {
+			t.Errorf("%s: PromQL does not parse: %v\n%s", e.where, err, e.expr)
+			continue
+		}
+		found := 0
+		parser.Inspect(expr, func(n parser.Node, path []parser.Node) error {
+			vs, ok := n.(*parser.VectorSelector)
+			if !ok {
+				return nil
+			}
+			if vs.Name == "" {
+				t.Errorf("%s: a selector without a metric name: %s", e.where, vs)
+				return nil
+			}
+			found++
+			if _, seen := names[vs.Name]; !seen {
+				names[vs.Name] = e.where
+			}
+			for _, a := range path {
+				agg, ok := a.(*parser.AggregateExpr)
+				if !ok || agg.Without {
+					continue
+				}
+				for _, l := range agg.Grouping {
+					if targetLabels[l] {
+						continue
+					}
+					if groupedBy[vs.Name] == nil {
+						groupedBy[vs.Name] = map[string]string{}
+					}
+					if _, seen := groupedBy[vs.Name][l]; !seen {
+						groupedBy[vs.Name][l] = e.where
+					}
+				}
+			}
+			return nil
+		})
+		if found == 0 {
+			t.Errorf("%s: selects no metric: %s", e.where, e.expr)
+		}
+	}
+	return names, groupedBy
+}
+
+// family maps a histogram's or summary's series name to its family.
+func family(name string) string {
+	for _, s := range []string{"_bucket", "_sum", "_count"} {
+		if base, ok := strings.CutSuffix(name, s); ok {
+			return base
+		}
+	}
+	return name
+}
+
+// The rules file decodes strictly, and each alert has what an operator's
+// routing and on-call need: a for:, a severity and both annotations. The
+// alerts the issue asks for are there.
+func TestPrometheusRulesDecodeStrictly(t *testing.T) {
+	r := loadRules(t)
+	if r.APIVersion != "monitoring.coreos.com/v1" || r.Kind != "PrometheusRule" || r.Metadata.Name == "" {
+		t.Fatalf("%s: %s %s %q, want a named monitoring.coreos.com/v1 PrometheusRule", rulesFile, r.APIVersion, r.Kind, r.Metadata.Name)
+	}
+	var alerts []string
+	for _, g := range r.Spec.Groups {
+		for _, rule := range g.Rules {
+			alerts = append(alerts, rule.Alert)
+			switch {
+			case rule.Alert == "" || rule.Record != "":
+				t.Errorf("group %s: a rule that is not an alert: %+v", g.Name, rule)
+			case rule.Expr == "" || rule.For == "":
+				t.Errorf("alert %s: needs expr and for:", rule.Alert)
+			case !slices.Contains([]string{"critical", "warning", "info"}, rule.Labels["severity"]):
+				t.Errorf("alert %s: severity %q, want critical, warning or info", rule.Alert, rule.Labels["severity"])
+			case rule.Annotations["summary"] == "" || rule.Annotations["description"] == "":
+				t.Errorf("alert %s: needs summary and description annotations", rule.Alert)
+			}
+		}
+	}
+	for _, want := range []string{"KproxyNotReady", "KproxyUpstreamDialFailures", "KproxyOverflowCloses",
+		"KproxySpansDropped", "KproxyPolicyRejectionsSpiking", "KproxyCertificateExpiringSoon"} {
+		if !slices.Contains(alerts, want) {
+			t.Errorf("%s: no alert %s (have %v)", rulesFile, want, alerts)
+		}
+	}
+}
+
+// The dashboard is one Grafana can import and that follows the chosen
+// data source and pods: a datasource variable, namespace and pod variables
+// from label_values, every panel and target on ${datasource}, every target
+// with an expression, and the issue's rows.
+func TestDashboardStructure(t *testing.T) {
+	d := loadDashboard(t)
+	if d.UID == "" || d.Title == "" || d.SchemaVersion < 39 {
+		t.Errorf("uid %q, title %q, schemaVersion %d: want both and the schema of Grafana 11 or later (39+)", d.UID, d.Title, d.SchemaVersion)
+	}
+	vars := map[string]string{}
+	for _, v := range d.Templating.List {
+		vars[v.Name] = v.Type
+		if v.Type == "query" && (v.Datasource == nil || v.Datasource.UID != "${datasource}") {
+			t.Errorf("variable %s: datasource %+v, want ${datasource}", v.Name, v.Datasource)
+		}
+	}
+	if want := map[string]string{"datasource": "datasource", "namespace": "query", "pod": "query"}; !maps.Equal(vars, want) {
+		t.Errorf("variables %v, want %v", vars, want)
+	}
+	var rows []string
+	for _, p := range d.Panels {
+		if p.Type == "row" {
+			rows = append(rows, p.Title)
+			continue
+		}
+		if p.Datasource == nil || p.Datasource.UID != "${datasource}" || p.Datasource.Type != "prometheus" {
+			t.Errorf("panel %q: datasource %+v, want prometheus ${datasource}", p.Title, p.Datasource)
+		}
+		if len(p.Targets) == 0 {
+			t.Errorf("panel %q: no targets", p.Title)
+		}
+		for _, tg := range p.Targets {
+			if tg.Expr == "" || tg.RefID == "" {
+				t.Errorf("panel %q: a target without expr or refId", p.Title)
+			}
+			if !strings.Contains(tg.Expr, `namespace=~"$namespace"`) || !strings.Contains(tg.Expr, `pod=~"$pod"`) {
+				t.Errorf("panel %q %s: does not follow the namespace and pod variables: %s", p.Title, tg.RefID, tg.Expr)
+			}
+		}
+	}
+	if want := []string{"Traffic", "Latency", "Errors", "Policies", "Connections", "Tracing", "TLS"}; !slices.Equal(rows, want) {
+		t.Errorf("rows %v, want %v", rows, want)
+	}
+}
