@@ -48,7 +48,7 @@ func serveInject(t *testing.T, bin string) (caPEM []byte, stop func()) {
 	if err := os.WriteFile(key, keyPEM, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	stop = startProcess(t, "kproxy-inject", bin, "--serve", fmt.Sprintf("127.0.0.1:%d", webhookPort), "--tls-cert", cert, "--tls-key", key)
+	stop, _ = startProcess(t, "kproxy-inject", bin, "--serve", fmt.Sprintf("127.0.0.1:%d", webhookPort), "--tls-cert", cert, "--tls-key", key)
 	return caPEM, stop
 }
 

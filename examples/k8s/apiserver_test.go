@@ -74,7 +74,7 @@ func startAPIServer(t *testing.T) *apiServer {
 	dir := t.TempDir()
 
 	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", etcdClientPort)
-	startProcess(t, "etcd", etcdBin,
+	_, etcdExited := startProcess(t, "etcd", etcdBin,
 		"--name", "kproxy-test",
 		"--data-dir", filepath.Join(dir, "etcd"),
 		"--listen-client-urls", etcdURL,
@@ -98,7 +98,7 @@ func startAPIServer(t *testing.T) *apiServer {
 			t.Fatal(err)
 		}
 	}
-	startProcess(t, "kube-apiserver", apiserverBin,
+	_, apiExited := startProcess(t, "kube-apiserver", apiserverBin,
 		"--etcd-servers", etcdURL,
 		"--bind-address", "127.0.0.1",
 		"--advertise-address", "127.0.0.1",
@@ -124,13 +124,13 @@ func startAPIServer(t *testing.T) *apiServer {
 		Token:  token,
 		Client: &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}, Timeout: 30 * time.Second},
 	}
-	s.waitReady(t)
+	s.waitReady(t, map[string]<-chan struct{}{"etcd": etcdExited, "kube-apiserver": apiExited})
 	return s
 }
 
-// waitReady polls /readyz until it answers ok; a server that never does
-// fails the test with its last answer.
-func (s *apiServer) waitReady(t *testing.T) {
+// waitReady polls /readyz until it answers ok; a server that never does,
+// or a process that exits meanwhile, fails the test.
+func (s *apiServer) waitReady(t *testing.T, exited map[string]<-chan struct{}) {
 	t.Helper()
 	var last string
 	deadline := time.Now().Add(2 * time.Minute)
@@ -140,6 +140,13 @@ func (s *apiServer) waitReady(t *testing.T) {
 			return
 		}
 		last = fmt.Sprintf("%d %s %v", code, body, err)
+		for name, ch := range exited {
+			select {
+			case <-ch:
+				t.Fatalf("%s exited before kube-apiserver was ready (its output follows)", name)
+			default:
+			}
+		}
 		time.Sleep(500 * time.Millisecond)
 	}
 	t.Fatalf("kube-apiserver never became ready: %s", last)
@@ -168,7 +175,7 @@ func (s *apiServer) do(method, path, contentType string, body []byte) (int, []by
 // startProcess runs a server process for the rest of the test, its output
 // in the test log when the test fails, and stops it at the end, or
 // earlier when the test calls the function it returns.
-func startProcess(t *testing.T, name, bin string, args ...string) (stop func()) {
+func startProcess(t *testing.T, name, bin string, args ...string) (stop func(), exited <-chan struct{}) {
 	t.Helper()
 	out, err := os.Create(filepath.Join(t.TempDir(), name+".log"))
 	if err != nil {
@@ -201,7 +208,7 @@ func startProcess(t *testing.T, name, bin string, args ...string) (stop func()) 
 		}
 		out.Close()
 	})
-	return stop
+	return stop, done
 }
 
 // tail keeps the last n bytes of a log.
@@ -281,7 +288,7 @@ func serviceAccountKey(t *testing.T) []byte {
 func TestAPIServerStarts(t *testing.T) {
 	s := startAPIServer(t)
 	code, body, err := s.do("GET", "/version", "", nil)
-	if err != nil || code != http.StatusOK || !bytes.Contains(body, []byte(`"gitVersion"`)) {
+	if err != nil || code != http.StatusOK || !bytes.Contains(body, []byte(`"gitVersion": "v1.37.`)) {
 		t.Fatalf("GET /version: %d %s %v", code, body, err)
 	}
 	req, _ := http.NewRequest("GET", s.URL+"/api/v1/namespaces", nil)

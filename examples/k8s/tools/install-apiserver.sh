@@ -19,7 +19,7 @@ cache=${KPROXY_E2E_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kproxy-e2e}
 dir=$cache/apiserver
 mkdir -p "$dir"
 stamp=$dir/stamp
-want=$({ go env GOVERSION GOOS GOARCH; cat go.mod go.sum; } | sha256sum | cut -d' ' -f1)
+want=$({ go env GOVERSION GOOS GOARCH; cat go.mod go.sum ../install-apiserver.sh; } | sha256sum | cut -d' ' -f1)
 if [ -x "$dir/kube-apiserver" ] && [ -x "$dir/etcd" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
   echo "== install-apiserver: kube-apiserver and etcd are up to date in $dir" >&2
   echo "$dir"
@@ -29,7 +29,13 @@ fi
 echo "== install-apiserver: building kube-apiserver and etcd into $dir (a cold build takes minutes)" >&2
 start=$SECONDS
 rm -f "$stamp"
-go build -o "$dir/kube-apiserver.tmp" k8s.io/kubernetes/cmd/kube-apiserver
+# A build from the module proxy has no git state: give kube-apiserver the
+# version it reports on /version (and checks clients against) by hand.
+kv=$(go list -m -f '{{.Version}}' k8s.io/kubernetes)
+minor=$(echo "$kv" | cut -d. -f2)
+vpkg=k8s.io/component-base/version
+go build -ldflags "-X $vpkg.gitVersion=$kv -X $vpkg.gitMajor=1 -X $vpkg.gitMinor=$minor" \
+  -o "$dir/kube-apiserver.tmp" k8s.io/kubernetes/cmd/kube-apiserver
 go build -o "$dir/etcd.tmp" go.etcd.io/etcd/server/v3
 mv -f "$dir/kube-apiserver.tmp" "$dir/kube-apiserver"
 mv -f "$dir/etcd.tmp" "$dir/etcd"
