@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
 	"sigs.k8s.io/yaml"
 )
@@ -154,11 +155,31 @@ func expressions(t *testing.T) []promQL {
 // kproxy; grouping by them is always possible.
 var targetLabels = map[string]bool{"namespace": true, "pod": true}
 
+// filter is a selector that matches on kproxy's labels, not only on its
+// name ({result="error"}): some series of the metric must match all of
+// matchers, or the selector picks nothing and an alert on it never fires.
+type filter struct {
+	where, name string
+	matchers    []*labels.Matcher
+}
+
+// matches says whether a series with labels ls passes every matcher; a
+// label the series lacks is the empty string, as in PromQL.
+func (f filter) matches(ls map[string]string) bool {
+	for _, m := range f.matchers {
+		if !m.Matches(ls[m.Name]) {
+			return false
+		}
+	}
+	return true
+}
+
 // metricNames parses every expression with Prometheus' own parser and
 // returns the metric names they select, each with the first place that
-// uses it, and the labels each metric is grouped by (sum by (api), ...),
-// which kproxy must put on its series.
-func metricNames(t *testing.T) (names map[string]string, groupedBy map[string]map[string]string) {
+// uses it, the labels each metric is grouped by (sum by (api), ...),
+// which kproxy must put on its series, and the selectors that filter on
+// kproxy's labels, whose label values kproxy must use.
+func metricNames(t *testing.T) (names map[string]string, groupedBy map[string]map[string]string, filters []filter) {
 	t.Helper()
 	p := parser.NewParser(parser.Options{})
 	names, groupedBy = map[string]string{}, map[string]map[string]string{}
@@ -181,6 +202,15 @@ func metricNames(t *testing.T) (names map[string]string, groupedBy map[string]ma
 			found++
 			if _, seen := names[vs.Name]; !seen {
 				names[vs.Name] = e.where
+			}
+			var ms []*labels.Matcher
+			for _, m := range vs.LabelMatchers {
+				if m.Name != labels.MetricName && !targetLabels[m.Name] {
+					ms = append(ms, m)
+				}
+			}
+			if len(ms) > 0 {
+				filters = append(filters, filter{e.where, vs.Name, ms})
 			}
 			for _, a := range path {
 				agg, ok := a.(*parser.AggregateExpr)
@@ -205,7 +235,7 @@ func metricNames(t *testing.T) (names map[string]string, groupedBy map[string]ma
 			t.Errorf("%s: selects no metric: %s", e.where, e.expr)
 		}
 	}
-	return names, groupedBy
+	return names, groupedBy, filters
 }
 
 // family maps a histogram's or summary's series name to its family.

@@ -42,6 +42,9 @@ const (
 	brokerAddr  = "127.0.0.1:29430"
 	otlpAddr    = "127.0.0.1:29431"
 	stalledAddr = "127.0.0.1:29432"
+	saslListen  = "127.0.0.1:29440" // kproxy C: sasl.upstream in front of a SASL-only kfake
+	saslAdmin   = "127.0.0.1:29441"
+	saslBroker  = "127.0.0.1:29442"
 )
 
 // Every metric the dashboard and the alerts use is in the /metrics of
@@ -49,7 +52,7 @@ const (
 // has the labels they group it by: a renamed metric or label, or one that
 // only exists in a dashboard, fails here.
 //
-// Two kproxy processes run, each from the binary built from this
+// Three kproxy processes run, each from the binary built from this
 // repository. A terminates TLS from clients, traces to an OTLP/HTTP sink
 // the test serves, has a reject and a throttle rule, and fronts a kfake
 // broker: a client produces (throttled), produces to a rejected topic, a
@@ -57,10 +60,14 @@ const (
 // frame and one a malformed header. B fronts an upstream that reads and
 // never answers, with max_connections 1: a flood is closed at
 // max_unread_bytes, a second client is refused, and once the upstream is
-// gone a client's dial fails. The metric families of both scrapes are
-// compared with the names the PromQL of both files selects.
+// gone a client's dial fails. C authenticates to a kfake broker that
+// requires SASL/PLAIN with credentials files: a client without SASL
+// produces through it, then, the password file rewritten wrong, a client
+// is reset. The metric families of the three scrapes are compared with
+// the names the PromQL of both files selects, and the label values it
+// filters on with the series kproxy exports.
 func TestObservabilityMetricsExist(t *testing.T) {
-	names, groupedBy := metricNames(t)
+	names, groupedBy, filters := metricNames(t)
 	if t.Failed() {
 		t.FailNow()
 	}
@@ -91,17 +98,32 @@ func TestObservabilityMetricsExist(t *testing.T) {
 		`kproxy_connections_refused_total{reason="max_connections"}`,
 		`kproxy_upstream_dial_failures_total`,
 	})
+	sasl := startSASL(t, bin)
+	driveSASL(t, sasl)
+	waitMetrics(t, saslAdmin, sasl.proc, series, []string{
+		`kproxy_sasl_authentications_total{kind="initial",result="ok"}`,
+		`kproxy_sasl_authentications_total{kind="initial",result="error"}`,
+	})
 
 	have := map[string]bool{}
 	labels := map[string]map[string]bool{}
+	byName := map[string][]map[string]string{} // each series' labels
 	for s := range series {
 		name := seriesName(s)
 		have[name] = true
 		if labels[name] == nil {
 			labels[name] = map[string]bool{}
 		}
-		for _, m := range labelName.FindAllStringSubmatch(s[len(name):], -1) {
+		ls := map[string]string{}
+		for _, m := range labelPair.FindAllStringSubmatch(s[len(name):], -1) {
 			labels[name][m[1]] = true
+			ls[m[1]] = m[2]
+		}
+		byName[name] = append(byName[name], ls)
+	}
+	for _, f := range filters {
+		if have[f.name] && !slices.ContainsFunc(byName[f.name], f.matches) {
+			t.Errorf("%s selects %s%v, which matches none of kproxy's series of it: a label value kproxy does not use", f.where, f.name, f.matchers)
 		}
 	}
 	for name, ls := range groupedBy {
@@ -424,8 +446,9 @@ func scrape(t *testing.T, admin string) map[string]float64 {
 	return out
 }
 
-// labelName finds the label names in a series' {name="value",...}.
-var labelName = regexp.MustCompile(`[{,]([a-zA-Z_][a-zA-Z0-9_]*)="`)
+// labelPair finds the label names and values in a series'
+// {name="value",...}; a value is as printed, escapes and all.
+var labelPair = regexp.MustCompile(`[{,]([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"`)
 
 // seriesName is the metric name of a series as printed.
 func seriesName(s string) string {
