@@ -174,6 +174,15 @@ func (f filter) matches(ls map[string]string) bool {
 	return true
 }
 
+// String is the selector as PromQL, kproxy's labels only.
+func (f filter) String() string {
+	ms := make([]string, len(f.matchers))
+	for i, m := range f.matchers {
+		ms[i] = m.String()
+	}
+	return f.name + "{" + strings.Join(ms, ", ") + "}"
+}
+
 // metricNames parses every expression with Prometheus' own parser and
 // returns the metric names they select, each with the first place that
 // uses it, the labels each metric is grouped by (sum by (api), ...),

@@ -123,7 +123,7 @@ func TestObservabilityMetricsExist(t *testing.T) {
 	}
 	for _, f := range filters {
 		if have[f.name] && !slices.ContainsFunc(byName[f.name], f.matches) {
-			t.Errorf("%s selects %s%v, which matches none of kproxy's series of it: a label value kproxy does not use", f.where, f.name, f.matchers)
+			t.Errorf("%s selects %s, which matches none of kproxy's series of it: a label value kproxy does not use", f.where, f)
 		}
 	}
 	for name, ls := range groupedBy {
