@@ -282,7 +282,8 @@ func TestPrometheusRulesDecodeStrictly(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"KproxyNotReady", "KproxyUpstreamDialFailures", "KproxyOverflowCloses",
-		"KproxySpansDropped", "KproxyPolicyRejectionsSpiking", "KproxyCertificateExpiringSoon"} {
+		"KproxySpansDropped", "KproxyPolicyRejectionsSpiking", "KproxyCertificateExpiringSoon",
+		"KproxySASLAuthenticationFailing"} {
 		if !slices.Contains(alerts, want) {
 			t.Errorf("%s: no alert %s (have %v)", rulesFile, want, alerts)
 		}
@@ -329,7 +330,7 @@ func TestDashboardStructure(t *testing.T) {
 			}
 		}
 	}
-	if want := []string{"Traffic", "Latency", "Errors", "Policies", "Connections", "Tracing", "TLS"}; !slices.Equal(rows, want) {
+	if want := []string{"Traffic", "Latency", "Errors", "Policies", "Connections", "Tracing", "TLS", "SASL"}; !slices.Equal(rows, want) {
 		t.Errorf("rows %v, want %v", rows, want)
 	}
 }
