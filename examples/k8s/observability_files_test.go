@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/promql/parser"
 	"sigs.k8s.io/yaml"
 )
@@ -206,6 +207,46 @@ func metricNames(t *testing.T) (names map[string]string, groupedBy map[string]ma
 		}
 	}
 	return names, groupedBy
+}
+
+// selector is one vector selector of the files with the matchers on
+// labels kproxy puts on its series (not namespace or pod).
+type selector struct {
+	where, name string
+	matchers    []*labels.Matcher
+}
+
+// selectors lists the selectors of every expression that match on a label
+// of kproxy's, so the test can check that some series satisfies them: a
+// matcher on a misspelt label or value selects nothing, and an alert built
+// on it never fires.
+func selectors(t *testing.T) []selector {
+	t.Helper()
+	p := parser.NewParser(parser.Options{})
+	var out []selector
+	for _, e := range expressions(t) {
+		expr, err := p.ParseExpr(e.expr)
+		if err != nil {
+			continue // metricNames reports it
+		}
+		parser.Inspect(expr, func(n parser.Node, _ []parser.Node) error {
+			vs, ok := n.(*parser.VectorSelector)
+			if !ok {
+				return nil
+			}
+			sel := selector{where: e.where, name: vs.Name}
+			for _, m := range vs.LabelMatchers {
+				if m.Name != labels.MetricName && !targetLabels[m.Name] {
+					sel.matchers = append(sel.matchers, m)
+				}
+			}
+			if len(sel.matchers) > 0 {
+				out = append(out, sel)
+			}
+			return nil
+		})
+	}
+	return out
 }
 
 // family maps a histogram's or summary's series name to its family.

@@ -23,6 +23,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/promql/parser"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -111,6 +113,7 @@ func TestObservabilityMetricsExist(t *testing.T) {
 			}
 		}
 	}
+	checkSelectors(t, series)
 	var used []string
 	for name, where := range names {
 		used = append(used, family(name))
@@ -478,5 +481,35 @@ func waitFor(t *testing.T, admin, want string, p *proc) {
 			t.Fatalf("%s: /metrics never had %q\n%s", admin, want, p.out.String())
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// checkSelectors fails each selector of the files that matches on kproxy's
+// labels and that no scraped series satisfies.
+func checkSelectors(t *testing.T, series map[string]float64) {
+	t.Helper()
+	p := parser.NewParser(parser.Options{})
+	var scraped []labels.Labels
+	for s := range series {
+		ls, err := p.ParseMetric(s)
+		if err != nil {
+			t.Fatalf("scraped series %q: %v", s, err)
+		}
+		scraped = append(scraped, ls)
+	}
+	for _, sel := range selectors(t) {
+		if !slices.ContainsFunc(scraped, func(ls labels.Labels) bool {
+			if ls.Get(labels.MetricName) != sel.name {
+				return false
+			}
+			for _, m := range sel.matchers {
+				if !m.Matches(ls.Get(m.Name)) {
+					return false
+				}
+			}
+			return true
+		}) {
+			t.Errorf("%s: no series of kproxy's matches %s%v", sel.where, sel.name, sel.matchers)
+		}
 	}
 }
