@@ -9,31 +9,29 @@ import (
 
 // readyGauge exports what /readyz says as kproxy_ready (1 or 0), so an alert
 // can tell "process up but not taking traffic" from "process gone" (`up`
-// says only the latter). It is set by the same check /readyz runs, at each
-// scrape, so it is never staler than the scrape itself.
+// says only the latter). Each scrape runs the check /readyz runs and
+// answers with its own result, so it is never staler than the scrape, and
+// two scrapes at once (two Prometheus replicas) never see each other's.
 type readyGauge struct {
-	gauge prometheus.Gauge
-	reg   *prometheus.Registry
+	opts prometheus.GaugeOpts
 }
 
 func newReadyGauge() *readyGauge {
-	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "kproxy_ready",
-		Help: "1 when /readyz would answer 200 (listening, upstream reachable, not draining), else 0; updated at each scrape."})
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(g)
-	return &readyGauge{gauge: g, reg: reg}
+	return &readyGauge{opts: prometheus.GaugeOpts{Name: "kproxy_ready",
+		Help: "1 when /readyz would answer 200 (listening, upstream reachable, not draining), else 0; updated at each scrape."}}
 }
 
 // metricsHandler runs the readiness check, then serves g's metrics and
-// kproxy_ready together.
+// that check's kproxy_ready together.
 func (rg *readyGauge) metricsHandler(g prometheus.Gatherer, ready ReadyFunc) http.Handler {
-	inner := promhttp.HandlerFor(prometheus.Gatherers{g, rg.reg}, promhttp.HandlerOpts{})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		v := 0.0
 		if ready(r.Context()) == nil {
-			rg.gauge.Set(1)
-		} else {
-			rg.gauge.Set(0)
+			v = 1
 		}
-		inner.ServeHTTP(w, r)
+		// A registry per scrape: the value belongs to this request alone.
+		reg := prometheus.NewRegistry()
+		reg.MustRegister(prometheus.NewGaugeFunc(rg.opts, func() float64 { return v }))
+		promhttp.HandlerFor(prometheus.Gatherers{g, reg}, promhttp.HandlerOpts{}).ServeHTTP(w, r)
 	})
 }

@@ -53,6 +53,7 @@ func TestExampleAppliesToAPIServer(t *testing.T) {
 	}
 	s.apply(t, fmt.Sprintf("/apis/apps/v1/namespaces/%s/deployments/%s", ns, e.jaeger.Name), e.jaeger)
 	stored := s.apply(t, fmt.Sprintf("/apis/apps/v1/namespaces/%s/statefulsets/%s", ns, e.kafka.Name), e.kafka)
+	applyVariants(t, s)
 
 	// The stored sidecar is still a native sidecar with its probes: the
 	// server neither dropped nor defaulted away what the example sets.
@@ -82,4 +83,24 @@ func TestExampleAppliesToAPIServer(t *testing.T) {
 	case sidecar.SecurityContext == nil || sidecar.SecurityContext.ReadOnlyRootFilesystem == nil || !*sidecar.SecurityContext.ReadOnlyRootFilesystem:
 		t.Errorf("stored kproxy sidecar lost its read-only root filesystem")
 	}
+}
+
+// applyVariants applies the example's other shapes, each in a namespace of
+// its own: the StatefulSet and client Pod of the tls component, and the
+// client-pod kustomization's Deployment, whose sidecars are patched from
+// files of their own. Pods need the namespace's default ServiceAccount,
+// which without a controller manager the test makes itself.
+func applyVariants(t *testing.T, s *apiServer) {
+	t.Helper()
+	tls, clientPod := load(t, "tls"), loadClientPod(t)
+	for _, ns := range []string{"tls", "client-pod"} {
+		s.createNamespace(t, ns, nil)
+		s.apply(t, "/api/v1/namespaces/"+ns+"/serviceaccounts/default",
+			map[string]any{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": map[string]any{"name": "default"}})
+	}
+	s.apply(t, "/apis/apps/v1/namespaces/tls/statefulsets/"+tls.kafka.Name, tls.kafka)
+	for name, p := range tls.pods {
+		s.apply(t, "/api/v1/namespaces/tls/pods/"+name, p)
+	}
+	s.apply(t, "/apis/apps/v1/namespaces/client-pod/deployments/"+clientPod.app.Name, clientPod.app)
 }

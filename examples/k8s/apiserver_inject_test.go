@@ -75,6 +75,27 @@ func (s *apiServer) registerWebhook(t *testing.T, caPEM []byte) {
 	s.apply(t, "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/"+cfg.Name, cfg)
 }
 
+// waitWebhook dry-runs an annotated Deployment in ns until the API server
+// answers with it injected. A registered webhook reaches the server's
+// admission chain through a watch, so a create right after registering
+// can miss it; and TestInjectWebhookDown must know the webhook was live
+// before it stops the injector.
+func (s *apiServer) waitWebhook(t *testing.T, ns string) {
+	t.Helper()
+	probe := []byte(`{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"webhook-probe"},` +
+		`"spec":{"selector":{"matchLabels":{"app":"probe"}},"template":{"metadata":{"labels":{"app":"probe"},` +
+		`"annotations":{"kproxy.io/inject":"true"}},"spec":{"containers":[{"name":"app","image":"example/app:1"}]}}}}`)
+	var last string
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		code, resp, err := s.do(http.MethodPost, "/apis/apps/v1/namespaces/"+ns+"/deployments?dryRun=All", "application/json", probe)
+		if err == nil && code == http.StatusCreated && bytes.Contains(resp, []byte(`"kproxy"`)) {
+			return
+		}
+		last = fmt.Sprintf("%d %s %v", code, resp, err)
+	}
+	t.Fatalf("the API server did not call the registered webhook within 30s: %s", last)
+}
+
 // createNamespace creates a namespace with the given labels.
 func (s *apiServer) createNamespace(t *testing.T, name string, labels map[string]string) {
 	t.Helper()
@@ -156,6 +177,7 @@ func TestInjectWebhookThroughAPIServer(t *testing.T) {
 	s.registerWebhook(t, caPEM)
 	s.createNamespace(t, "injected", map[string]string{"kproxy.io/inject": "enabled"})
 	s.createNamespace(t, "by-cli", nil)
+	s.waitWebhook(t, "injected")
 
 	want := map[string]json.RawMessage{}
 	for _, doc := range appsDocs(t, cli) {
@@ -188,6 +210,7 @@ func TestInjectWebhookDown(t *testing.T) {
 	caPEM, stop := serveInject(t, bin)
 	s.registerWebhook(t, caPEM)
 	s.createNamespace(t, "injected", map[string]string{"kproxy.io/inject": "enabled"})
+	s.waitWebhook(t, "injected")
 	stop()
 	doc := []byte("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app\nspec:\n  selector:\n    matchLabels:\n      app: app\n  template:\n    metadata:\n      labels:\n        app: app\n      annotations:\n        kproxy.io/inject: \"true\"\n    spec:\n      containers:\n        - name: app\n          image: example/app:1\n")
 	start := time.Now()

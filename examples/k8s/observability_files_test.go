@@ -2,6 +2,7 @@ package k8s_test
 
 import (
 	"encoding/json"
+	"log/slog"
 	"maps"
 	"os"
 	"regexp"
@@ -9,7 +10,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/prometheus/model/labels"
+	"github.com/prometheus/prometheus/model/rulefmt"
 	"github.com/prometheus/prometheus/promql/parser"
 	"sigs.k8s.io/yaml"
 )
@@ -281,12 +284,39 @@ func TestPrometheusRulesDecodeStrictly(t *testing.T) {
 			}
 		}
 	}
+	checkRulefmt(t)
 	for _, want := range []string{"KproxyNotReady", "KproxyUpstreamDialFailures", "KproxyOverflowCloses",
 		"KproxySpansDropped", "KproxyPolicyRejectionsSpiking", "KproxyCertificateExpiringSoon",
 		"KproxySASLAuthenticationFailing"} {
 		if !slices.Contains(alerts, want) {
 			t.Errorf("%s: no alert %s (have %v)", rulesFile, want, alerts)
 		}
+	}
+}
+
+// checkRulefmt hands the rule groups to Prometheus' own rule-file loader,
+// which the Operator's generated rule files go through: it checks what the
+// struct above cannot, that each for: is a duration and each annotation
+// and label template parses.
+func checkRulefmt(t *testing.T) {
+	t.Helper()
+	raw, err := os.ReadFile(rulesFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Spec json.RawMessage `json:"spec"`
+	}
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	groups, err := yaml.JSONToYAML(doc.Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, errs := rulefmt.Parse(groups, false, model.UTF8Validation, parser.NewParser(parser.Options{}), slog.New(slog.DiscardHandler))
+	for _, err := range errs {
+		t.Errorf("%s: Prometheus refuses the rules: %v", rulesFile, err)
 	}
 }
 

@@ -175,6 +175,7 @@ func runKproxy(t *testing.T, bin, config, admin string) *proc {
 	}
 	p := &proc{cmd: exec.Command(bin, "run", "--config", path), out: &syncBuffer{}}
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
+	p.cmd.SysProcAttr = childAttr()
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

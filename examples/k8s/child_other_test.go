@@ -1,0 +1,8 @@
+//go:build !linux
+
+package k8s_test
+
+import "syscall"
+
+// childAttr: only Linux can tie a child's life to its parent's.
+func childAttr() *syscall.SysProcAttr { return nil }
