@@ -87,6 +87,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		m.oversize, m.overflow, m.writeStalls, m.overBudget, m.buffered, m.batches, m.brokers, m.discoveries} {
 		f(c)
 	}
+	// The closes by side start at 0 on both sides: an alert on increase()
+	// sees a counter's first close only if the series existed before it.
+	for _, v := range []*prometheus.CounterVec{m.oversize, m.overflow, m.writeStalls, m.overBudget} {
+		for _, side := range []string{"client", "upstream"} {
+			v.WithLabelValues(side)
+		}
+	}
 	for d, dir := range []string{"requests", "responses"} {
 		for w, where := range []string{"poller", "pool"} {
 			m.batch[d][w] = m.batches.WithLabelValues(dir, where)
