@@ -105,9 +105,11 @@ func (s *apiServer) createNamespace(t *testing.T, name string, labels map[string
 	})
 }
 
-// create POSTs one apps/v1 document (YAML) into ns and returns the stored
-// object's spec.template as the server answered it.
-func (s *apiServer) create(t *testing.T, ns string, doc []byte) (kind, name string, template json.RawMessage) {
+// create POSTs one apps/v1 document (YAML) into ns and returns, as the
+// server answered it, the stored object's whole spec with its labels and
+// annotations: everything an injector could patch, without the fields the
+// server sets per object (uid, timestamps, namespace).
+func (s *apiServer) create(t *testing.T, ns string, doc []byte) (kind, name string, stored json.RawMessage) {
 	t.Helper()
 	var obj struct {
 		Kind     string `json:"kind"`
@@ -127,15 +129,21 @@ func (s *apiServer) create(t *testing.T, ns string, doc []byte) (kind, name stri
 	if err != nil || code != http.StatusCreated {
 		t.Fatalf("create %s %s in %s: %d %s %v", obj.Kind, obj.Metadata.Name, ns, code, resp, err)
 	}
-	var stored struct {
-		Spec struct {
-			Template json.RawMessage `json:"template"`
-		} `json:"spec"`
+	var got struct {
+		Metadata struct {
+			Labels      json.RawMessage `json:"labels,omitempty"`
+			Annotations json.RawMessage `json:"annotations,omitempty"`
+		} `json:"metadata"`
+		Spec json.RawMessage `json:"spec"`
 	}
-	if err := json.Unmarshal(resp, &stored); err != nil {
+	if err := json.Unmarshal(resp, &got); err != nil {
 		t.Fatal(err)
 	}
-	return obj.Kind, obj.Metadata.Name, stored.Spec.Template
+	stored, err = json.Marshal(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return obj.Kind, obj.Metadata.Name, stored
 }
 
 // appsDocs returns the apps/v1 documents of a multi-document manifest.
@@ -181,8 +189,8 @@ func TestInjectWebhookThroughAPIServer(t *testing.T) {
 
 	want := map[string]json.RawMessage{}
 	for _, doc := range appsDocs(t, cli) {
-		kind, name, tmpl := s.create(t, "by-cli", doc)
-		want[kind+"/"+name] = tmpl
+		kind, name, stored := s.create(t, "by-cli", doc)
+		want[kind+"/"+name] = stored
 	}
 	injected := 0
 	for _, doc := range appsDocs(t, in) {
