@@ -45,6 +45,7 @@ type apiServer struct {
 func apiServerBinaries(t *testing.T) (apiserver, etcd string) {
 	t.Helper()
 	dir := os.Getenv("KPROXY_APISERVER_DIR")
+	built := dir == "" // the script's cache, not binaries of the user's own
 	if dir == "" {
 		cache := os.Getenv("KPROXY_E2E_CACHE")
 		if cache == "" {
@@ -62,6 +63,9 @@ func apiServerBinaries(t *testing.T) (apiserver, etcd string) {
 			t.Fatalf("%s is missing: run `bash examples/k8s/tools/install-apiserver.sh` from the repository root "+
 				"(it builds kube-apiserver and etcd into the cache), or set KPROXY_APISERVER_DIR to a directory holding both", bin)
 		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "stamp")); built && err != nil {
+		t.Fatalf("%s has no stamp: its last build did not finish; run `bash examples/k8s/tools/install-apiserver.sh` again", dir)
 	}
 	return apiserver, etcd
 }

@@ -19,6 +19,10 @@ cache=${KPROXY_E2E_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/kproxy-e2e}
 dir=$cache/apiserver
 mkdir -p "$dir"
 stamp=$dir/stamp
+# One build at a time per cache (two clones, two CI runs): the second waits
+# and then finds the binaries up to date.
+exec 9>"$dir/.lock"
+flock 9
 want=$({ go env GOVERSION GOOS GOARCH; cat go.mod go.sum ../install-apiserver.sh; } | sha256sum | cut -d' ' -f1)
 if [ -x "$dir/kube-apiserver" ] && [ -x "$dir/etcd" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
   echo "== install-apiserver: kube-apiserver and etcd are up to date in $dir" >&2
@@ -29,6 +33,10 @@ fi
 echo "== install-apiserver: building kube-apiserver and etcd into $dir (a cold build takes minutes)" >&2
 start=$SECONDS
 rm -f "$stamp"
+# A failed or interrupted build leaves no half-written binary behind; the
+# stamp stays absent, so the tests refuse the old binaries until a build
+# completes.
+trap 'rm -f "$dir/kube-apiserver.tmp" "$dir/etcd.tmp"' EXIT
 # A build from the module proxy has no git state: give kube-apiserver the
 # version it reports on /version (and checks clients against) by hand.
 kv=$(go list -m -f '{{.Version}}' k8s.io/kubernetes)
