@@ -52,14 +52,9 @@ func New(c Config, g prometheus.Gatherer, ready ReadyFunc, log zerolog.Logger) *
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Write([]byte("ok\n"))
 	})
-	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
-		if err := ready(r.Context()); err != nil {
-			http.Error(w, "not ready: "+err.Error(), http.StatusServiceUnavailable)
-			return
-		}
-		w.Write([]byte("ready\n"))
-	})
-	mux.Handle("/metrics", newReadyGauge().metricsHandler(g, ready))
+	rg := newReadyGauge()
+	mux.Handle("/readyz", rg.readyzHandler(ready))
+	mux.Handle("/metrics", rg.metricsHandler(g, ready))
 	if c.Pprof {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
