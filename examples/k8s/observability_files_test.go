@@ -83,9 +83,10 @@ type dashboard struct {
 		Title      string         `json:"title"`
 		Datasource *datasourceRef `json:"datasource"`
 		Targets    []struct {
-			RefID      string         `json:"refId"`
-			Expr       string         `json:"expr"`
-			Datasource *datasourceRef `json:"datasource"`
+			RefID        string         `json:"refId"`
+			Expr         string         `json:"expr"`
+			LegendFormat string         `json:"legendFormat"`
+			Datasource   *datasourceRef `json:"datasource"`
 		} `json:"targets"`
 	} `json:"panels"`
 }
@@ -362,5 +363,39 @@ func TestDashboardStructure(t *testing.T) {
 	}
 	if want := []string{"Traffic", "Latency", "Errors", "Policies", "Connections", "Tracing", "TLS", "SASL"}; !slices.Equal(rows, want) {
 		t.Errorf("rows %v, want %v", rows, want)
+	}
+}
+
+// legendLabel is a label a legend template prints: {{api}}.
+var legendLabel = regexp.MustCompile(`{{\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*}}`)
+
+// TestDashboardLegendsUseGroupedLabels checks each legend prints only labels
+// its query's outer aggregation keeps: a legend naming a label the sum
+// drops shows the bare template text on every line of the panel.
+func TestDashboardLegendsUseGroupedLabels(t *testing.T) {
+	p := parser.NewParser(parser.Options{})
+	for _, panel := range loadDashboard(t).Panels {
+		for _, tg := range panel.Targets {
+			expr, err := p.ParseExpr(grafanaVars.Replace(tg.Expr))
+			if err != nil {
+				continue // TestObservabilityMetricsExist reports it
+			}
+			var outer *parser.AggregateExpr
+			parser.Inspect(expr, func(n parser.Node, _ []parser.Node) error {
+				if a, ok := n.(*parser.AggregateExpr); ok && outer == nil {
+					outer = a
+				}
+				return nil
+			})
+			if outer == nil || outer.Without {
+				continue // every label of the series survives
+			}
+			for _, m := range legendLabel.FindAllStringSubmatch(tg.LegendFormat, -1) {
+				if !slices.Contains(outer.Grouping, m[1]) {
+					t.Errorf("panel %q %s: legend %q prints %s, which %s drops (it keeps %v)",
+						panel.Title, tg.RefID, tg.LegendFormat, m[1], outer.Op, outer.Grouping)
+				}
+			}
+		}
 	}
 }
