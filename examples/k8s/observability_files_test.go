@@ -301,6 +301,16 @@ func TestPrometheusRulesDecodeStrictly(t *testing.T) {
 // and label template parses.
 func checkRulefmt(t *testing.T) {
 	t.Helper()
+	_, errs := rulefmt.Parse(ruleGroupsYAML(t), false, model.UTF8Validation, parser.NewParser(parser.Options{}), slog.New(slog.DiscardHandler))
+	for _, err := range errs {
+		t.Errorf("%s: Prometheus refuses the rules: %v", rulesFile, err)
+	}
+}
+
+// ruleGroupsYAML is the PrometheusRule's spec, its groups: the rule file
+// the Operator hands Prometheus.
+func ruleGroupsYAML(t *testing.T) []byte {
+	t.Helper()
 	raw, err := os.ReadFile(rulesFile)
 	if err != nil {
 		t.Fatal(err)
@@ -315,10 +325,7 @@ func checkRulefmt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, errs := rulefmt.Parse(groups, false, model.UTF8Validation, parser.NewParser(parser.Options{}), slog.New(slog.DiscardHandler))
-	for _, err := range errs {
-		t.Errorf("%s: Prometheus refuses the rules: %v", rulesFile, err)
-	}
+	return groups
 }
 
 // The dashboard is one Grafana can import and that follows the chosen
