@@ -87,6 +87,11 @@ func TestWriteTimeoutClosesAStalledReader(t *testing.T) {
 	}
 	waitFor(t, 10*time.Second, "the pair opened", func() bool { return testutil.ToFloat64(env.m.accepted) == 1 })
 	waitFor(t, 10*time.Second, "the pair closed", func() bool { return testutil.ToFloat64(env.m.open) == 0 })
+	// The gauge drops before the closing line is logged and the cause
+	// counted, both on the closing goroutine.
+	waitFor(t, 10*time.Second, "the close counted as a client write stall", func() bool {
+		return testutil.ToFloat64(env.m.writeStalls.WithLabelValues("client")) >= 1
+	})
 	if !env.logs.contains(`"reason":"client write stalled"`) {
 		t.Fatalf("close not logged as a client write stall: %s", env.logs)
 	}
