@@ -86,6 +86,10 @@ func TestMaxConnections(t *testing.T) {
 	a, b := dialRaw(t, env.addr), dialRaw(t, env.addr)
 	waitFor(t, 10*time.Second, "two pairs", func() bool { return testutil.ToFloat64(env.m.open) == 2 })
 	expectReset(t, env.addr, 2*time.Second)
+	// The refusal is counted after the reset is sent.
+	waitFor(t, 10*time.Second, "the refusal counted", func() bool {
+		return testutil.ToFloat64(env.m.refused.WithLabelValues("max_connections")) >= 1
+	})
 	if n := testutil.ToFloat64(env.m.refused.WithLabelValues("max_connections")); n != 1 {
 		t.Fatalf("refused = %v, want 1", n)
 	}
@@ -109,6 +113,10 @@ func TestMaxConnectionsRefusesBeforeDialling(t *testing.T) {
 	for i := 0; i < attempts; i++ {
 		expectReset(t, env.addr, 2*time.Second)
 	}
+	// Each refusal is counted after its reset is sent.
+	waitFor(t, 10*time.Second, "every refusal counted", func() bool {
+		return testutil.ToFloat64(env.m.refused.WithLabelValues("max_connections")) >= attempts
+	})
 	if n := testutil.ToFloat64(env.m.refused.WithLabelValues("max_connections")); n != attempts {
 		t.Fatalf("refused = %v, want %d", n, attempts)
 	}
