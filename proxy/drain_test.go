@@ -10,7 +10,9 @@ import (
 // Drain turns readiness off at once, lets the request in flight get its
 // answer, then closes the connection; new clients are turned away.
 func TestDrainFinishesInFlight(t *testing.T) {
+	got := make(chan struct{}, 1)
 	up := startFakeUpstream(t, func(c net.Conn, f []byte) {
+		got <- struct{}{}
 		time.Sleep(400 * time.Millisecond)
 		echoResponse(c, f, []byte{0, 0})
 	})
@@ -20,14 +22,18 @@ func TestDrainFinishesInFlight(t *testing.T) {
 	}
 	c := dialRaw(t, env.addr)
 	c.Write(apiVersionsV0(31))
-	time.Sleep(100 * time.Millisecond) // the request is at the upstream now
+	select { // the request is in flight once the broker has it
+	case <-got:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the request never reached the broker")
+	}
 	drained := make(chan error, 1)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		drained <- env.srv.Drain(ctx)
 	}()
-	waitFor(t, time.Second, "readiness off", func() bool { return env.srv.Ready(context.Background()) != nil })
+	waitFor(t, 10*time.Second, "readiness off", func() bool { return env.srv.Ready(context.Background()) != nil })
 	expectReset(t, env.addr, 2*time.Second) // a late client is turned away
 
 	c.SetReadDeadline(time.Now().Add(3 * time.Second))
