@@ -98,7 +98,7 @@ func TestAcksZeroThenOtherRequests(t *testing.T) {
 	if got := corrOf(f); got != 42 {
 		t.Fatalf("first response has id %d, want the ApiVersions id 42", got)
 	}
-	waitFor(t, time.Second, "in-flight gauge back to 0", func() bool { return testutil.ToFloat64(env.m.relay.InFlight) == 0 })
+	waitFor(t, 10*time.Second, "in-flight gauge back to 0", func() bool { return testutil.ToFloat64(env.m.relay.InFlight) == 0 })
 	if env.requests("Produce") != 5 {
 		t.Fatalf("kproxy counted %v produce requests, want 5", env.requests("Produce"))
 	}
@@ -132,12 +132,14 @@ func TestBackpressureAtMaxInFlight(t *testing.T) {
 		batch = append(batch, encodeRequest(r, int32(1000+i))...)
 	}
 	c.Write(batch)
-	time.Sleep(300 * time.Millisecond)
+	// kproxy reads the batch, forwards four and waits; the upstream and
+	// kproxy get there at their own pace.
+	waitFor(t, 10*time.Second, "four requests at the upstream", func() bool { return len(held) >= 4 })
+	waitFor(t, 10*time.Second, "the backpressure wait counted", func() bool {
+		return testutil.ToFloat64(env.m.relay.Backpressure) > 0
+	})
 	if n := len(held); n != 4 {
 		t.Fatalf("upstream saw %d requests while 4 were unanswered, want 4", n)
-	}
-	if got := testutil.ToFloat64(env.m.relay.Backpressure); got == 0 {
-		t.Fatal("backpressure wait not counted")
 	}
 	close(release)
 	c.SetReadDeadline(time.Now().Add(5 * time.Second))
