@@ -144,9 +144,13 @@ func TestPolicyAcksZeroRefusalCloses(t *testing.T) {
 	if _, err := c.Write(encodeRequest(produceRequest(9, 0, "t"), 1)); err != nil {
 		t.Fatal(err)
 	}
-	expectClosed(t, c, 3*time.Second)
-	waitFor(t, 2*time.Second, "the close logged with its rule", func() bool {
+	expectClosed(t, c, 10*time.Second)
+	waitFor(t, 10*time.Second, "the close logged with its rule", func() bool {
 		return env.logs.contains("policy") && env.logs.contains("no-produce")
+	})
+	// The rule's close is counted after the closing line is logged.
+	waitFor(t, 10*time.Second, "the close counted for its rule", func() bool {
+		return ps.count(t, "kproxy_policy_closed_total", "no-produce") >= 1
 	})
 	if n := ps.count(t, "kproxy_policy_closed_total", "no-produce"); n != 1 {
 		t.Fatalf("closed counter = %v, want 1", n)

@@ -107,6 +107,10 @@ func TestPolicySpanOversizeClosed(t *testing.T) {
 	hog := dialRaw(t, env.addr)
 	go hog.Write(wideProduce(42, "big", 100_000, 0)) // fails once kproxy closes
 	expectClosed(t, hog, 5*time.Second)
+	// The rule's close is counted after the sockets are closed.
+	waitFor(t, 10*time.Second, "the close counted for its rule", func() bool {
+		return ps.count(t, "kproxy_policy_closed_total", "max-64k") >= 1
+	})
 	if n := ps.count(t, "kproxy_policy_closed_total", "max-64k"); n != 1 {
 		t.Fatalf("kproxy_policy_closed_total = %v, want 1", n)
 	}
