@@ -135,7 +135,7 @@ func TestMaxConnectionsRefusesBeforeDialling(t *testing.T) {
 	}
 	// A slot freed by a close is taken again.
 	a.Close()
-	waitFor(t, 2*time.Second, "a slot given back", func() bool { return env.srv.slots.Load() == 1 })
+	waitFor(t, 10*time.Second, "a slot given back", func() bool { return env.srv.slots.Load() == 1 })
 	c := dialRaw(t, env.addr)
 	c.Write(apiVersionsV0(7))
 	c.SetReadDeadline(time.Now().Add(2 * time.Second))

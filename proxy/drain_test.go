@@ -36,18 +36,18 @@ func TestDrainFinishesInFlight(t *testing.T) {
 	waitFor(t, 10*time.Second, "readiness off", func() bool { return env.srv.Ready(context.Background()) != nil })
 	expectReset(t, env.addr, 2*time.Second) // a late client is turned away
 
-	c.SetReadDeadline(time.Now().Add(3 * time.Second))
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
 	f, err := readFrame(c)
 	if err != nil || corrOf(f) != 31 {
 		t.Fatalf("in-flight request lost in drain: %v", err)
 	}
-	expectClosed(t, c, 2*time.Second)
+	expectClosed(t, c, 10*time.Second)
 	select {
 	case err := <-drained:
 		if err != nil {
 			t.Fatalf("drain: %v", err)
 		}
-	case <-time.After(3 * time.Second):
+	case <-time.After(10 * time.Second):
 		t.Fatal("drain did not finish")
 	}
 }
@@ -69,7 +69,7 @@ func TestDrainTimeoutClosesStragglers(t *testing.T) {
 	if err := env.srv.Drain(ctx); err == nil {
 		t.Fatal("drain reported success with a request unanswered")
 	}
-	expectClosed(t, c, time.Second)
+	expectClosed(t, c, 10*time.Second)
 	if !env.logs.contains("drain timeout") {
 		t.Fatalf("no drain timeout in the log:\n%s", env.logs)
 	}

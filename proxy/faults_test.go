@@ -63,7 +63,7 @@ func TestUpstreamKilledMidStream(t *testing.T) {
 	if d := time.Since(start); d > 2*time.Second {
 		t.Fatalf("client connection closed %v after the upstream died", d)
 	}
-	waitFor(t, time.Second, "3 failed requests counted", func() bool { return testutil.ToFloat64(env.m.relay.Failed) == 3 })
+	waitFor(t, 10*time.Second, "3 failed requests counted", func() bool { return testutil.ToFloat64(env.m.relay.Failed) == 3 })
 	if g := testutil.ToFloat64(env.m.relay.InFlight); g != 0 {
 		t.Fatalf("in-flight gauge %v after close, want 0", g)
 	}
@@ -85,9 +85,9 @@ func TestCorrelationMismatchIsolated(t *testing.T) {
 	good := startProxy(t, up.addr())
 	c := dialRaw(t, env.addr)
 	c.Write(apiVersionsV0(5))
-	expectClosed(t, c, 2*time.Second)
+	expectClosed(t, c, 10*time.Second)
 	// The pair is counted once closed, which the client may see first.
-	waitFor(t, 2*time.Second, "one correlation mismatch counted", func() bool {
+	waitFor(t, 10*time.Second, "one correlation mismatch counted", func() bool {
 		return testutil.ToFloat64(env.m.protocolErrs.WithLabelValues("correlation_mismatch")) == 1
 	})
 	if !env.logs.contains(`"upstream_id":999`) || !env.logs.contains(`"client_id":5`) {
@@ -112,12 +112,12 @@ func TestOversizePrefixRefused(t *testing.T) {
 	runtime.ReadMemStats(&before)
 	c := dialRaw(t, env.addr)
 	c.Write([]byte{0x3f, 0xff, 0xff, 0xff, 0, 18, 0, 0})
-	expectClosed(t, c, 2*time.Second)
+	expectClosed(t, c, 10*time.Second)
 	runtime.ReadMemStats(&after)
 	if grew := int64(after.TotalAlloc - before.TotalAlloc); grew > 64<<20 {
 		t.Fatalf("heap allocations grew by %d bytes for a refused frame", grew)
 	}
-	waitFor(t, 2*time.Second, "one oversize close counted", func() bool {
+	waitFor(t, 10*time.Second, "one oversize close counted", func() bool {
 		return testutil.ToFloat64(env.m.oversize.WithLabelValues("client")) == 1
 	})
 	if !env.logs.contains("exceeds limit 1048576") {
@@ -141,8 +141,8 @@ func TestNonKafkaInputRefusedClearly(t *testing.T) {
 			env := startProxy(t, up.addr())
 			c := dialRaw(t, env.addr)
 			c.Write([]byte(tc.send))
-			expectClosed(t, c, 2*time.Second)
-			waitFor(t, time.Second, "log line", func() bool { return env.logs.contains(tc.log) })
+			expectClosed(t, c, 10*time.Second)
+			waitFor(t, 10*time.Second, "log line", func() bool { return env.logs.contains(tc.log) })
 		})
 	}
 }
@@ -154,11 +154,11 @@ func TestPartialFrameTimesOut(t *testing.T) {
 	c := dialRaw(t, env.addr)
 	c.Write([]byte{0, 0, 0, 100, 0, 18, 0, 0, 0, 0})
 	start := time.Now()
-	expectClosed(t, c, 3*time.Second)
+	expectClosed(t, c, 10*time.Second)
 	if d := time.Since(start); d < 250*time.Millisecond {
 		t.Fatalf("closed after %v, before the read timeout", d)
 	}
-	waitFor(t, time.Second, "log line", func() bool { return env.logs.contains("stalled inside a frame") })
+	waitFor(t, 10*time.Second, "log line", func() bool { return env.logs.contains("stalled inside a frame") })
 }
 
 // A client that floods requests at an upstream that never answers is
@@ -182,9 +182,9 @@ func TestFloodAtStalledUpstreamIsBounded(t *testing.T) {
 		_, err = c.Write(batch)
 	}
 	if err == nil {
-		expectClosed(t, c, 3*time.Second)
+		expectClosed(t, c, 10*time.Second)
 	}
-	waitFor(t, 2*time.Second, "overflow close counted", func() bool {
+	waitFor(t, 10*time.Second, "overflow close counted", func() bool {
 		return testutil.ToFloat64(env.m.overflow.WithLabelValues("client")) == 1
 	})
 }
@@ -258,7 +258,7 @@ func floodUpstreamThatStopsReading(t *testing.T, linger time.Duration) {
 	if max := peak(); max > bound+slack {
 		t.Fatalf("the client's unread input reached %.1f MiB (bound 1 MiB): the overflow sweep did not close the pair in time", mib(max))
 	}
-	waitFor(t, 2*time.Second, "overflow close counted", func() bool {
+	waitFor(t, 10*time.Second, "overflow close counted", func() bool {
 		return testutil.ToFloat64(env.m.overflow.WithLabelValues("client")) == 1
 	})
 }

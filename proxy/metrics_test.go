@@ -46,7 +46,7 @@ func TestCountersAddUpOverMixedBatches(t *testing.T) {
 		}
 		respBytes += len(f)
 	}
-	waitFor(t, 2*time.Second, "nothing in flight", func() bool { return testutil.ToFloat64(env.m.relay.InFlight) == 0 })
+	waitFor(t, 10*time.Second, "nothing in flight", func() bool { return testutil.ToFloat64(env.m.relay.InFlight) == 0 })
 	for api, n := range want {
 		if got := testutil.ToFloat64(env.m.relay.Requests.WithLabelValues(api)); got != float64(n) {
 			t.Errorf("requests_total{api=%q} = %v, want %d", api, got, n)

@@ -38,7 +38,7 @@ func newTestTracer(t testing.TB, edit func(*tracing.Config)) (*tracing.Tracer, f
 	return tr, func() tracetest.SpanStubs {
 		// A span ends just after its response is flushed to the client,
 		// so the client may have its answer a moment before.
-		waitFor(t, 2*time.Second, "every started span ended", func() bool {
+		waitFor(t, 10*time.Second, "every started span ended", func() bool {
 			return counterValue(t, reg, "kproxy_trace_spans_started_total") == counterValue(t, reg, "kproxy_trace_spans_ended_total")
 		})
 		if err := tr.Shutdown(context.Background()); err != nil {
@@ -253,8 +253,8 @@ func TestTracingUpstreamDiesMidRequest(t *testing.T) {
 	env := startTracedProxy(t, up.addr(), tr)
 	c := dialRaw(t, env.addr)
 	c.Write(apiVersionsV0(3))
-	expectClosed(t, c, 2*time.Second)
-	waitFor(t, time.Second, "pair closed", func() bool { return testutil.ToFloat64(env.m.open) == 0 })
+	expectClosed(t, c, 10*time.Second)
+	waitFor(t, 10*time.Second, "pair closed", func() bool { return testutil.ToFloat64(env.m.open) == 0 })
 	s := findSpan(t, flush(), "ApiVersions")
 	if s.Status.Code != codes.Error {
 		t.Fatalf("status %v, want error", s.Status)
