@@ -38,12 +38,14 @@ func TestDriversClientGoneWhileTableFull(t *testing.T) {
 			waitFor(t, 5*time.Second, "two in flight", func() bool { return testutil.ToFloat64(env.m.relay.InFlight) == 2 })
 			time.Sleep(100 * time.Millisecond)
 			c.Close()
-			deadline := time.Now().Add(3 * time.Second)
+			// Well under read_timeout (30s), the only other timer that
+			// could close it.
+			deadline := time.Now().Add(10 * time.Second)
 			for time.Now().Before(deadline) && testutil.ToFloat64(env.m.open) != 0 {
 				time.Sleep(20 * time.Millisecond)
 			}
 			if n := testutil.ToFloat64(env.m.open); n != 0 {
-				t.Errorf("client closed 3s ago, pair still open (%v open)", n)
+				t.Errorf("client closed 10s ago, pair still open (%v open)", n)
 			}
 		})
 	}
