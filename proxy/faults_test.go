@@ -46,7 +46,11 @@ func TestUpstreamKilledMidStream(t *testing.T) {
 		batch = append(batch, apiVersionsV0(int32(-10-i))...)
 	}
 	c.Write(batch)
-	c.SetReadDeadline(time.Now().Add(3 * time.Second))
+	// kproxy has no timer under 30s that would close this client (read
+	// and write timeouts are 30s): a close before this deadline is its
+	// answer to the upstream's death, however loaded the machine.
+	const deadline = 20 * time.Second
+	c.SetReadDeadline(time.Now().Add(deadline))
 	for i := 0; i < 3; i++ {
 		f, err := readFrame(c)
 		if err != nil {
@@ -57,12 +61,14 @@ func TestUpstreamKilledMidStream(t *testing.T) {
 		}
 	}
 	start := time.Now()
-	if f, err := readFrame(c); err == nil {
+	f, err := readFrame(c)
+	if err == nil {
 		t.Fatalf("got a response (id %d) after the upstream died", corrOf(f))
 	}
-	if d := time.Since(start); d > 2*time.Second {
-		t.Fatalf("client connection closed %v after the upstream died", d)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("client connection still open %v after the upstream died", deadline)
 	}
+	t.Logf("client connection closed %v after the upstream died", time.Since(start))
 	waitFor(t, 10*time.Second, "3 failed requests counted", func() bool { return testutil.ToFloat64(env.m.relay.Failed) == 3 })
 	if g := testutil.ToFloat64(env.m.relay.InFlight); g != 0 {
 		t.Fatalf("in-flight gauge %v after close, want 0", g)
