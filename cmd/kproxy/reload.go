@@ -21,20 +21,33 @@ import (
 // rather than writing the file.
 const reloadPoll = 2 * time.Second
 
-// watchConfig reloads the policies on SIGHUP and whenever the content of
-// the file at path changes, until stop closes. load reads the file with the
-// command line's flags applied. An invalid file is refused and the rules in
-// force stay.
-func (s *service) watchConfig(path string, load func() (config.File, *yaml.Node, error), stop <-chan struct{}) {
+// watchConfig sets up reloading of the policies on SIGHUP and whenever the
+// content of the file at path differs from loaded (the digest of what
+// kproxy started with), and returns the loop that does it until stop
+// closes. load reads the file with the command line's flags applied. An
+// invalid file is refused and the rules in force stay. The SIGHUP handler
+// and the counter are in place when watchConfig returns, so a SIGHUP sent
+// as soon as kproxy is up reloads rather than kills it.
+func (s *service) watchConfig(path string, loaded []byte, load func() (config.File, *yaml.Node, error)) (loop func(stop <-chan struct{})) {
 	reloads := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kproxy_config_reloads_total",
 		Help: "Config reloads, by result (ok, invalid)."}, []string{"result"})
+	for _, r := range []string{"ok", "invalid"} {
+		reloads.WithLabelValues(r) // both at 0 before the first reload
+	}
 	s.reg.MustRegister(reloads)
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
+	return func(stop <-chan struct{}) {
+		defer signal.Stop(hup)
+		s.reloadLoop(path, loaded, load, hup, reloads, stop)
+	}
+}
+
+// reloadLoop is watchConfig's loop.
+func (s *service) reloadLoop(path string, last []byte, load func() (config.File, *yaml.Node, error),
+	hup <-chan os.Signal, reloads *prometheus.CounterVec, stop <-chan struct{}) {
 	tick := time.NewTicker(reloadPoll)
 	defer tick.Stop()
-	last := digest(path)
 	for {
 		select {
 		case <-stop:

@@ -60,7 +60,10 @@ func TestRunReloadsPolicies(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
-	waitFor("admin up", func() bool { return metrics() != "" })
+	// The reload counter's series exist once the watcher is in place.
+	waitFor("admin up and the config watcher in place", func() bool {
+		return strings.Contains(metrics(), `kproxy_config_reloads_total{result="ok"} 0`)
+	})
 
 	write(base + "policies:\n  rules:\n    - name: no-deletes\n      match: {apis: [DeleteTopics]}\n      action: reject\n")
 	waitFor("reload after the file changed", func() bool {

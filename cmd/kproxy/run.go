@@ -9,6 +9,9 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	// The file's digest is taken before it is read, so a change made
+	// while kproxy starts is reloaded rather than missed.
+	loaded := digest(o.config)
 	f, root, err := o.load()
 	if err != nil {
 		return err
@@ -23,7 +26,8 @@ func run(args []string) error {
 	if o.config != "" {
 		stop := make(chan struct{})
 		defer close(stop)
-		go s.watchConfig(o.config, o.load, stop)
+		loop := s.watchConfig(o.config, loaded, o.load)
+		go loop(stop)
 	}
 	s.waitSignal(nil)
 	return nil
