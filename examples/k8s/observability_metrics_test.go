@@ -167,6 +167,23 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
+// startBroker starts an in-process kfake on addr that advertises kproxy's
+// listen address, closes it when the test ends, and returns the address
+// kproxy dials.
+func startBroker(t *testing.T, addr, listen string, opts ...kfake.Opt) (upstream string) {
+	t.Helper()
+	b, err := embedded.ReserveAt(addr)
+	if err != nil {
+		t.Fatalf("broker port %s: %v", addr, err)
+	}
+	cluster, err := b.Start(listen, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cluster.Close)
+	return b.Addr()
+}
+
 func runKproxy(t *testing.T, bin, config, admin string) *proc {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "kproxy.yaml")
@@ -217,15 +234,7 @@ func startMain(t *testing.T, bin string) mainEnv {
 	go sink.Serve(ln)
 	t.Cleanup(func() { sink.Close() })
 
-	b, err := embedded.ReserveAt(brokerAddr)
-	if err != nil {
-		t.Fatalf("broker port: %v", err)
-	}
-	cluster, err := b.Start(mainListen, kfake.SeedTopics(1, "orders", "audit.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cluster.Close)
+	upstream := startBroker(t, brokerAddr, mainListen, kfake.SeedTopics(1, "orders", "audit.log"))
 
 	config := fmt.Sprintf(`proxy:
   listen: %s
@@ -252,7 +261,7 @@ policies:
       match: {apis: [Produce], topics: [orders]}
       limits: {bytes_per_second: 4096, key: client_id}
       action: throttle
-`, mainListen, b.Addr(), mainAdmin, otlpAddr, crt, key)
+`, mainListen, upstream, mainAdmin, otlpAddr, crt, key)
 	p := runKproxy(t, bin, config, mainAdmin)
 	return mainEnv{proc: p, ca: ca}
 }

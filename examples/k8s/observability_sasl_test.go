@@ -13,8 +13,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
-
-	"github.com/kproxy/kproxy/internal/embedded"
 )
 
 // The credentials kfake accepts; kproxy C reads them from files.
@@ -38,16 +36,8 @@ func startSASL(t *testing.T, bin string) saslEnv {
 	writeCredential(t, dir, "username", saslUser)
 	writeCredential(t, dir, "password", saslPassword)
 
-	b, err := embedded.ReserveAt(saslBroker)
-	if err != nil {
-		t.Fatalf("SASL broker port: %v", err)
-	}
-	cluster, err := b.Start(saslListen, kfake.SeedTopics(1, "payments"),
+	upstream := startBroker(t, saslBroker, saslListen, kfake.SeedTopics(1, "payments"),
 		kfake.EnableSASL(), kfake.Superuser("PLAIN", saslUser, saslPassword))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cluster.Close)
 
 	config := fmt.Sprintf(`proxy:
   listen: %s
@@ -59,7 +49,7 @@ sasl:
     mechanism: PLAIN
     username_file: %s
     password_file: %s
-`, saslListen, b.Addr(), saslAdmin, filepath.Join(dir, "username"), filepath.Join(dir, "password"))
+`, saslListen, upstream, saslAdmin, filepath.Join(dir, "username"), filepath.Join(dir, "password"))
 	return saslEnv{proc: runKproxy(t, bin, config, saslAdmin), dir: dir}
 }
 
