@@ -277,17 +277,7 @@ func TestLargeFrameSendBufferOnlyWhereLargeFramesWent(t *testing.T) {
 		cfg.SocketSendBufferBytes, cfg.LargeFrameSendBufferBytes = 0, large
 	})
 	pingKfake(t, env) // a client with small requests only
-	prod, err := kgo.NewClient(kgo.SeedBrokers(env.addr), kgo.DefaultProduceTopic("big"), kgo.ProducerBatchMaxBytes(1<<20),
-		kgo.ProducerBatchCompression(kgo.NoCompression()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prod.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := prod.ProduceSync(ctx, &kgo.Record{Value: bigValue(3)}).FirstErr(); err != nil {
-		t.Fatalf("produce: %v", err)
-	}
+	produceLarge(t, env)
 	want := 2 * min(large, sysctlInt(t, "net.core.wmem_max"))
 	env.srv.mu.Lock()
 	defer env.srv.mu.Unlock()
@@ -317,17 +307,7 @@ func TestLargeFrameSendBufferKeepsALargerSetOne(t *testing.T) {
 	env := startKfake(t, []kfake.Opt{kfake.SeedTopics(1, "big")}, func(cfg *Config, _ *framing.Config, _ *correlate.Config) {
 		cfg.SocketSendBufferBytes, cfg.LargeFrameSendBufferBytes = set, large
 	})
-	prod, err := kgo.NewClient(kgo.SeedBrokers(env.addr), kgo.DefaultProduceTopic("big"), kgo.ProducerBatchMaxBytes(1<<20),
-		kgo.ProducerBatchCompression(kgo.NoCompression()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prod.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := prod.ProduceSync(ctx, &kgo.Record{Value: bigValue(3)}).FirstErr(); err != nil {
-		t.Fatalf("produce: %v", err)
-	}
+	produceLarge(t, env)
 	want := 2 * min(set, sysctlInt(t, "net.core.wmem_max"))
 	env.srv.mu.Lock()
 	defer env.srv.mu.Unlock()
@@ -344,5 +324,24 @@ func TestLargeFrameSendBufferKeepsALargerSetOne(t *testing.T) {
 	}
 	if pairs == 0 {
 		t.Fatal("no pair open: the test checked nothing")
+	}
+}
+
+// produceLarge produces one large uncompressed record to topic "big"
+// through env, so its pair relays a request batch over 64 KiB. The
+// producer stays open until the test ends, so the test can still find
+// its pairs.
+func produceLarge(t *testing.T, env *testEnv) {
+	t.Helper()
+	prod, err := kgo.NewClient(kgo.SeedBrokers(env.addr), kgo.DefaultProduceTopic("big"), kgo.ProducerBatchMaxBytes(1<<20),
+		kgo.ProducerBatchCompression(kgo.NoCompression()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(prod.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := prod.ProduceSync(ctx, &kgo.Record{Value: bigValue(3)}).FirstErr(); err != nil {
+		t.Fatalf("produce: %v", err)
 	}
 }
