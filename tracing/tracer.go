@@ -347,16 +347,19 @@ func (t *Tracer) Fail(s *Span, reason string) {
 }
 
 // emit hands the finished span to the lean OTLP exporter, or builds it
-// through the SDK for an exporter given to NewWithExporter.
+// through the SDK for an exporter given to NewWithExporter. The span is
+// counted ended only once handed over, so a Shutdown that follows a count
+// of started == ended flushes every one of them.
 func (t *Tracer) emit(s *Span) {
 	s.end = time.Now()
-	t.m.ended.Inc()
 	if t.lean != nil {
 		t.lean.enqueue(s)
+		t.m.ended.Inc()
 		return
 	}
 	t.emitSDK(s)
 	s.release()
+	t.m.ended.Inc()
 }
 
 // emitSDK builds s as an OpenTelemetry SDK span and ends it, for the SDK
