@@ -1,19 +1,19 @@
 package sasl
 
 import (
-	"bytes"
 	"context"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kproxy/kproxy/internal/syncbuf"
 )
 
 // Secrets used by the tests: no error, Ready reason or log line may carry
@@ -65,22 +65,7 @@ func writeFile(t *testing.T, dir, name, content string) string {
 
 // logBuf is a zerolog sink the test reads back, at debug level so every
 // line the package can write is seen.
-type logBuf struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuf) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuf) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+type logBuf struct{ syncbuf.Buffer }
 
 func (b *logBuf) logger() zerolog.Logger { return zerolog.New(b).Level(zerolog.DebugLevel) }
 

@@ -5,12 +5,15 @@ import (
 	"crypto/tls"
 	"io"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
+
+	"github.com/kproxy/kproxy/internal/syncbuf"
 )
 
 // accepted is one handshake the test server saw.
@@ -131,39 +134,21 @@ func echo(c net.Conn, msg string) error {
 }
 
 // logBuf is a zerolog logger writing into a buffer the test reads.
-type logBuf struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
+type logBuf struct{ syncbuf.Buffer }
 
 // lines are the lines logged at level warn or above (the start-up and
 // reload info lines left out).
-func (l *logBuf) lines() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []string
-	for _, s := range bytes.Split(bytes.TrimSpace(l.buf.Bytes()), []byte("\n")) {
-		if len(s) > 0 && !bytes.Contains(s, []byte(`"level":"info"`)) {
-			out = append(out, string(s))
-		}
-	}
-	return out
-}
+func (l *logBuf) lines() []string { return l.split(false) }
 
 // infos are the info lines logged.
-func (l *logBuf) infos() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+func (l *logBuf) infos() []string { return l.split(true) }
+
+// split returns the logged lines that are (info) or are not info lines.
+func (l *logBuf) split(info bool) []string {
 	var out []string
-	for _, s := range bytes.Split(bytes.TrimSpace(l.buf.Bytes()), []byte("\n")) {
-		if bytes.Contains(s, []byte(`"level":"info"`)) {
-			out = append(out, string(s))
+	for _, s := range strings.Split(strings.TrimSpace(l.String()), "\n") {
+		if len(s) > 0 && strings.Contains(s, `"level":"info"`) == info {
+			out = append(out, s)
 		}
 	}
 	return out

@@ -1,16 +1,16 @@
 package main
 
 import (
-	"bytes"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kproxy/kproxy/internal/syncbuf"
 )
 
 // TestRunNeedsUpstream checks run refuses to start without a broker and
@@ -116,22 +116,7 @@ func freeAddr(t *testing.T) string {
 }
 
 // lockedBuffer collects a child's output while the test reads it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+type lockedBuffer = syncbuf.Buffer
 
 func writeFile(t *testing.T, path, data string) {
 	t.Helper()

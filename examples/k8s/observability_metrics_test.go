@@ -18,7 +18,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -28,6 +27,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kproxy/kproxy/internal/embedded"
+	"github.com/kproxy/kproxy/internal/syncbuf"
 	"github.com/kproxy/kproxy/internal/testcerts"
 )
 
@@ -147,24 +147,7 @@ func TestObservabilityMetricsExist(t *testing.T) {
 // proc is a kproxy process and its output, for failure messages.
 type proc struct {
 	cmd *exec.Cmd
-	out *syncBuffer
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	out *syncbuf.Buffer
 }
 
 // startBroker starts an in-process kfake on addr that advertises kproxy's
@@ -190,7 +173,7 @@ func runKproxy(t *testing.T, bin, config, admin string) *proc {
 	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	p := &proc{cmd: exec.Command(bin, "run", "--config", path), out: &syncBuffer{}}
+	p := &proc{cmd: exec.Command(bin, "run", "--config", path), out: &syncbuf.Buffer{}}
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	p.cmd.SysProcAttr = childAttr()
 	if err := p.cmd.Start(); err != nil {
