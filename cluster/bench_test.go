@@ -6,6 +6,8 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kproxy/kproxy/framing"
 )
 
 // fetchFrame is a Fetch v16 response of parts partitions sharing ~1 MiB of
@@ -35,7 +37,7 @@ func benchRewrite(b *testing.B, frame []byte) {
 	b.ReportAllocs()
 	b.SetBytes(int64(len(frame)))
 	for b.Loop() {
-		if _, _, err := Rewrite(frame, keyFetch, 16, testMapper); err != nil {
+		if _, _, err := Rewrite(frame, framing.KeyFetch, 16, testMapper); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -54,7 +56,7 @@ func BenchmarkFetch1MiBWithTag(b *testing.B) { benchRewrite(b, fetchFrame(1, []i
 func TestFetchNoTagAllocatesNothing(t *testing.T) {
 	frame := fetchFrame(64, nil)
 	n := testing.AllocsPerRun(20, func() {
-		out, _, err := Rewrite(frame, keyFetch, 16, testMapper)
+		out, _, err := Rewrite(frame, framing.KeyFetch, 16, testMapper)
 		if err != nil || &out[0] != &frame[0] {
 			t.Fatal("rewritten without a tag", err)
 		}
@@ -99,7 +101,7 @@ func BenchmarkRewriteMetadata(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(len(frame)))
 			for b.Loop() {
-				if _, _, err := Rewrite(frame, keyMetadata, 12, testMapper); err != nil {
+				if _, _, err := Rewrite(frame, framing.KeyMetadata, 12, testMapper); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -143,17 +145,17 @@ func benchFronting(b *testing.B, frame []byte, key, version int16) {
 // small response, next to the ~1.4µs of CPU kproxy spends per request.
 func BenchmarkFrontingProduceV10Small(b *testing.B) {
 	p, _ := smallFrames()
-	benchFronting(b, p, keyProduce, 10)
+	benchFronting(b, p, framing.KeyProduce, 10)
 }
 
 func BenchmarkFrontingFetchV16Small(b *testing.B) {
 	_, f := smallFrames()
-	benchFronting(b, f, keyFetch, 16)
+	benchFronting(b, f, framing.KeyFetch, 16)
 }
 
 // Produce v9 cannot carry the tag: the version check alone.
 func BenchmarkFrontingProduceV9(b *testing.B) {
 	p := kmsg.NewPtrProduceResponse()
 	p.Version = 9
-	benchFronting(b, frameOf(p), keyProduce, 9)
+	benchFronting(b, frameOf(p), framing.KeyProduce, 9)
 }

@@ -6,13 +6,15 @@ import (
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kproxy/kproxy/framing"
 )
 
 // frameOf encodes resp as kproxy relays it: size prefix, correlation id,
 // header tags when the version is flexible (not for ApiVersions), body.
 func frameOf(resp kmsg.Response) []byte {
 	f := []byte{0, 0, 0, 0, 0, 0, 0x30, 0x39}
-	if resp.IsFlexible() && resp.Key() != keyApiVersions {
+	if resp.IsFlexible() && resp.Key() != framing.KeyApiVersions {
 		f = append(f, 0)
 	}
 	f = resp.AppendTo(f)

@@ -4,18 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-)
 
-// Kafka API keys whose responses carry broker addresses.
-const (
-	keyProduce          int16 = 0
-	keyFetch            int16 = 1
-	keyMetadata         int16 = 3
-	keyFindCoordinator  int16 = 10
-	keyApiVersions      int16 = 18
-	keyDescribeCluster  int16 = 60
-	keyShareFetch       int16 = 78
-	keyShareAcknowledge int16 = 79
+	"github.com/kproxy/kproxy/framing"
 )
 
 // Endpoint types of DescribeCluster v1+ (KIP-919).
@@ -58,9 +48,9 @@ type Mapper func(b Broker) (host string, port int32, ok bool)
 // an error: its layout cannot be trusted to hold no address.
 func Rewrite(frame []byte, key, version int16, m Mapper) ([]byte, []Broker, error) {
 	switch key {
-	case keyProduce, keyFetch:
+	case framing.KeyProduce, framing.KeyFetch:
 		return rewriteTagged(frame, key, version, m)
-	case keyMetadata, keyFindCoordinator, keyDescribeCluster, keyShareFetch, keyShareAcknowledge:
+	case framing.KeyMetadata, framing.KeyFindCoordinator, framing.KeyDescribeCluster, framing.KeyShareFetch, framing.KeyShareAcknowledge:
 		return rewriteDecoded(frame, key, version, m)
 	}
 	return frame, nil, nil
@@ -70,7 +60,7 @@ func Rewrite(frame []byte, key, version int16, m Mapper) ([]byte, []Broker, erro
 // at some version, i.e. whether Rewrite may change them.
 func Carries(key int16) bool {
 	switch key {
-	case keyProduce, keyFetch, keyMetadata, keyFindCoordinator, keyDescribeCluster, keyShareFetch, keyShareAcknowledge:
+	case framing.KeyProduce, framing.KeyFetch, framing.KeyMetadata, framing.KeyFindCoordinator, framing.KeyDescribeCluster, framing.KeyShareFetch, framing.KeyShareAcknowledge:
 		return true
 	}
 	return false
@@ -86,7 +76,7 @@ func bodyOffset(frame []byte, key int16, flexible bool) (int, error) {
 	if size := binary.BigEndian.Uint32(frame); uint64(size) != uint64(len(frame)-4) {
 		return 0, fmt.Errorf("cluster: size prefix %d does not match the %d bytes after it", size, len(frame)-4)
 	}
-	if !flexible || key == keyApiVersions {
+	if !flexible || key == framing.KeyApiVersions {
 		return 8, nil
 	}
 	r := reader{b: frame, off: 8}

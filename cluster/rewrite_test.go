@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kproxy/kproxy/framing"
 )
 
 // addrCase builds a response of one version with addresses of nodes, and
@@ -23,7 +25,7 @@ type addrCase struct {
 func all(_ int16, nodes []int32) int { return len(nodes) }
 
 var addrCases = []addrCase{
-	{key: keyMetadata, from: 0, mapped: all, build: func(v int16, nodes []int32) kmsg.Response {
+	{key: framing.KeyMetadata, from: 0, mapped: all, build: func(v int16, nodes []int32) kmsg.Response {
 		r := kmsg.NewPtrMetadataResponse()
 		r.Version = v
 		for _, n := range nodes {
@@ -34,7 +36,7 @@ var addrCases = []addrCase{
 		}
 		return r
 	}},
-	{key: keyFindCoordinator, from: 0, build: func(v int16, nodes []int32) kmsg.Response {
+	{key: framing.KeyFindCoordinator, from: 0, build: func(v int16, nodes []int32) kmsg.Response {
 		r := kmsg.NewPtrFindCoordinatorResponse()
 		r.Version = v
 		if v < 4 {
@@ -60,7 +62,7 @@ var addrCases = []addrCase{
 		}
 		return len(nodes)
 	}},
-	{key: keyDescribeCluster, from: 0, mapped: all, build: func(v int16, nodes []int32) kmsg.Response {
+	{key: framing.KeyDescribeCluster, from: 0, mapped: all, build: func(v int16, nodes []int32) kmsg.Response {
 		r := kmsg.NewPtrDescribeClusterResponse()
 		r.Version = v
 		for _, n := range nodes {
@@ -71,7 +73,7 @@ var addrCases = []addrCase{
 		}
 		return r
 	}},
-	{key: keyProduce, from: 10, mapped: all, build: func(v int16, nodes []int32) kmsg.Response {
+	{key: framing.KeyProduce, from: 10, mapped: all, build: func(v int16, nodes []int32) kmsg.Response {
 		r := kmsg.NewPtrProduceResponse()
 		r.Version = v
 		t := kmsg.NewProduceResponseTopic()
@@ -92,7 +94,7 @@ var addrCases = []addrCase{
 		}
 		return r
 	}},
-	{key: keyFetch, from: 16, mapped: all, build: func(v int16, nodes []int32) kmsg.Response {
+	{key: framing.KeyFetch, from: 16, mapped: all, build: func(v int16, nodes []int32) kmsg.Response {
 		r := kmsg.NewPtrFetchResponse()
 		r.Version = v
 		r.Topics = fetchTopics(garbage(4096))
@@ -104,7 +106,7 @@ var addrCases = []addrCase{
 		}
 		return r
 	}},
-	{key: keyShareFetch, from: 0, mapped: all, build: func(v int16, nodes []int32) kmsg.Response {
+	{key: framing.KeyShareFetch, from: 0, mapped: all, build: func(v int16, nodes []int32) kmsg.Response {
 		r := kmsg.NewPtrShareFetchResponse()
 		r.Version = v
 		for _, n := range nodes {
@@ -115,7 +117,7 @@ var addrCases = []addrCase{
 		}
 		return r
 	}},
-	{key: keyShareAcknowledge, from: 0, mapped: all, build: func(v int16, nodes []int32) kmsg.Response {
+	{key: framing.KeyShareAcknowledge, from: 0, mapped: all, build: func(v int16, nodes []int32) kmsg.Response {
 		r := kmsg.NewPtrShareAcknowledgeResponse()
 		r.Version = v
 		for _, n := range nodes {
@@ -217,7 +219,7 @@ func TestDescribeClusterControllers(t *testing.T) {
 	for v := int16(1); v <= max; v++ {
 		r := addrCases[2].build(v, []int32{3, 4}).(*kmsg.DescribeClusterResponse)
 		r.EndpointType = EndpointController
-		out, seen, err := Rewrite(frameOf(r), keyDescribeCluster, v, testMapper)
+		out, seen, err := Rewrite(frameOf(r), framing.KeyDescribeCluster, v, testMapper)
 		if err != nil {
 			t.Fatalf("v%d: %v", v, err)
 		}
@@ -226,7 +228,7 @@ func TestDescribeClusterControllers(t *testing.T) {
 				t.Fatalf("v%d: controller reported as %+v", v, b)
 			}
 		}
-		got, err := decodeFrame(out, keyDescribeCluster, v)
+		got, err := decodeFrame(out, framing.KeyDescribeCluster, v)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -280,9 +282,9 @@ func TestOtherAPIsUntouched(t *testing.T) {
 // at every version (also those before the tag existed) come back as the
 // very same slice, records untouched.
 func TestTaggedWithoutTagIsSameSlice(t *testing.T) {
-	for _, key := range []int16{keyProduce, keyFetch} {
+	for _, key := range []int16{framing.KeyProduce, framing.KeyFetch} {
 		c := addrCases[3]
-		if key == keyFetch {
+		if key == framing.KeyFetch {
 			c = addrCases[4]
 		}
 		r := kmsg.ResponseForKey(key)
@@ -306,11 +308,11 @@ func TestTaggedKeepsOtherTagsAndRecords(t *testing.T) {
 		r.UnknownTags.Set(5, []byte("later"))
 		rack := "r1"
 		r.Brokers[0].Rack = &rack
-		out, _, err := Rewrite(frameOf(r), keyFetch, v, testMapper)
+		out, _, err := Rewrite(frameOf(r), framing.KeyFetch, v, testMapper)
 		if err != nil {
 			t.Fatalf("v%d: %v", v, err)
 		}
-		got, err := decodeFrame(out, keyFetch, v)
+		got, err := decodeFrame(out, framing.KeyFetch, v)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -392,14 +394,14 @@ func TestDescribeClusterControllersRefused(t *testing.T) {
 	for v := int16(1); v <= max; v++ {
 		r := addrCases[2].build(v, []int32{3, 4}).(*kmsg.DescribeClusterResponse)
 		r.EndpointType = EndpointController
-		out, seen, err := Rewrite(frameOf(r), keyDescribeCluster, v, brokersOnly)
+		out, seen, err := Rewrite(frameOf(r), framing.KeyDescribeCluster, v, brokersOnly)
 		if err != nil {
 			t.Fatalf("v%d: %v", v, err)
 		}
 		if len(seen) != 0 {
 			t.Fatalf("v%d: refused controllers reported as seen: %+v", v, seen)
 		}
-		got, err := decodeFrame(out, keyDescribeCluster, v)
+		got, err := decodeFrame(out, framing.KeyDescribeCluster, v)
 		if err != nil {
 			t.Fatal(err)
 		}

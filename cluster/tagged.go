@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kproxy/kproxy/framing"
 )
 
 // Highest Produce/Fetch versions kmsg knows; a later version could move
@@ -22,7 +24,7 @@ var (
 // the array headers, and only a frame with the tag is rebuilt.
 func rewriteTagged(frame []byte, key, version int16, m Mapper) ([]byte, []Broker, error) {
 	var flexFrom, tagFrom, max int16
-	if key == keyProduce {
+	if key == framing.KeyProduce {
 		flexFrom, tagFrom, max = 9, 10, maxProduce
 	} else {
 		flexFrom, tagFrom, max = 12, 16, maxFetch
@@ -38,7 +40,7 @@ func rewriteTagged(frame []byte, key, version int16, m Mapper) ([]byte, []Broker
 		return nil, nil, err
 	}
 	r := reader{b: frame, off: off}
-	if key == keyProduce {
+	if key == framing.KeyProduce {
 		skipProduceBody(&r, version)
 	} else {
 		skipFetchBody(&r, version)

@@ -16,7 +16,7 @@
 #      tools/jaeger (a cold build takes minutes).
 # Then it runs go vet and go test in this module. Every process the tests
 # start listens on 127.0.0.1 and is killed when its test ends. A full run
-# writes COMPAT.md and copies it into the README's compatibility section.
+# writes COMPAT.md and copies it into docs/compatibility.md.
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -78,18 +78,18 @@ go vet ./...
 echo "== e2e: go test"
 go test -count=1 -v -timeout 45m "$@" ./...
 
-# A full run (no go test arguments) rewrote COMPAT.md; copy it into the
-# README's compatibility section.
+# A full run (no go test arguments) rewrote COMPAT.md; copy it into
+# docs/compatibility.md.
 if [ $# -eq 0 ] && [ -f COMPAT.md ]; then
-  python3 - ../README.md COMPAT.md <<'PY'
+  python3 - ../docs/compatibility.md COMPAT.md <<'PY'
 import sys
 readme, compat = sys.argv[1], open(sys.argv[2]).read()
 text = open(readme).read()
 begin, end = "<!-- compat:begin -->\n", "<!-- compat:end -->"
 i, j = text.find(begin), text.find(end)
 if i < 0 or j < i:
-    sys.exit("README.md has no compat:begin/compat:end markers")
+    sys.exit(readme + " has no compat:begin/compat:end markers")
 open(readme, "w").write(text[: i + len(begin)] + compat + text[j:])
 PY
-  echo "== e2e: COMPAT.md copied into README.md"
+  echo "== e2e: COMPAT.md copied into docs/compatibility.md"
 fi

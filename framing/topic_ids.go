@@ -8,7 +8,7 @@ import (
 )
 
 // KeyMetadata is the Metadata API key.
-const KeyMetadata int16 = 3
+const KeyMetadata = int16(kmsg.Metadata)
 
 // maxTopicIDs bounds the cache (about 10 MB at most); past it one learnt
 // id makes room for each new one. Clearing the whole cache instead would

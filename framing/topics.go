@@ -53,10 +53,24 @@ func NamesTopics(key int16) bool {
 // topicKeys are the API keys whose requests can name topics; the test
 // that walks kmsg keeps it in step with EachTopic.
 var topicKeys = func() (k [MaxKey + 1]bool) {
-	for _, key := range []int16{
-		0, 1, 2, 3, 4, 5, 6, 8, 9, 19, 20, 21, 23, 24, 27, 28, 29, 30, 31, 32, 33, 34, 35, 37,
-		43, 44, 45, 46, 47, 52, 53, 54, 55, 56, 58, 59, 61, 68, 73, 75, 76, 78, 79,
-		83, 84, 85, 86, 87, 88, 90, 91, 92, 93,
+	for _, key := range []kmsg.Key{
+		kmsg.Produce, kmsg.Fetch, kmsg.ListOffsets, kmsg.Metadata,
+		kmsg.LeaderAndISR, kmsg.StopReplica, kmsg.UpdateMetadata,
+		kmsg.OffsetCommit, kmsg.OffsetFetch, kmsg.CreateTopics, kmsg.DeleteTopics,
+		kmsg.DeleteRecords, kmsg.OffsetForLeaderEpoch, kmsg.AddPartitionsToTxn,
+		kmsg.WriteTxnMarkers, kmsg.TxnOffsetCommit,
+		kmsg.DescribeACLs, kmsg.CreateACLs, kmsg.DeleteACLs,
+		kmsg.DescribeConfigs, kmsg.AlterConfigs, kmsg.AlterReplicaLogDirs, kmsg.DescribeLogDirs,
+		kmsg.CreatePartitions, kmsg.ElectLeaders, kmsg.IncrementalAlterConfigs,
+		kmsg.AlterPartitionAssignments, kmsg.ListPartitionReassignments, kmsg.OffsetDelete,
+		kmsg.Vote, kmsg.BeginQuorumEpoch, kmsg.EndQuorumEpoch, kmsg.DescribeQuorum,
+		kmsg.AlterPartition, kmsg.Envelope, kmsg.FetchSnapshot, kmsg.DescribeProducers,
+		kmsg.ConsumerGroupHeartbeat, kmsg.AssignReplicasToDirs, kmsg.DescribeTopicPartitions,
+		kmsg.ShareGroupHeartbeat, kmsg.ShareFetch, kmsg.ShareAcknowledge,
+		kmsg.InitializeShareGroupState, kmsg.ReadShareGroupState, kmsg.WriteShareGroupState,
+		kmsg.DeleteShareGroupState, kmsg.ReadShareGroupStateSummary,
+		kmsg.StreamsGroupHeartbeat, kmsg.DescribeShareGroupOffsets, kmsg.AlterShareGroupOffsets,
+		kmsg.DeleteShareGroupOffsets, kmsg.StreamsGroupTopologyDescriptionUpdate,
 	} {
 		k[key] = true
 	}
@@ -69,11 +83,12 @@ var topicKeys = func() (k [MaxKey + 1]bool) {
 // sending them, so kproxy does not read their topics: they name
 // UnknownTopic, and every rule that selects topics selects them.
 func BrokerOnly(key int16) bool {
-	switch key {
-	case 4, 5, 6, // LeaderAndIsr, StopReplica, UpdateMetadata
-		52, 53, 54, 59, // Vote, BeginQuorumEpoch, EndQuorumEpoch, FetchSnapshot
-		56, 58, 73, // AlterPartition, Envelope, AssignReplicasToDirs
-		83, 84, 85, 86, 87: // Initialize/Read/Write/Delete/ReadSummary ShareGroupState
+	switch kmsg.Key(key) {
+	case kmsg.LeaderAndISR, kmsg.StopReplica, kmsg.UpdateMetadata,
+		kmsg.Vote, kmsg.BeginQuorumEpoch, kmsg.EndQuorumEpoch, kmsg.FetchSnapshot,
+		kmsg.AlterPartition, kmsg.Envelope, kmsg.AssignReplicasToDirs,
+		kmsg.InitializeShareGroupState, kmsg.ReadShareGroupState, kmsg.WriteShareGroupState,
+		kmsg.DeleteShareGroupState, kmsg.ReadShareGroupStateSummary:
 		return true
 	}
 	return false

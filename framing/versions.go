@@ -6,13 +6,32 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// The API keys kproxy treats specially.
+// The API keys kproxy treats specially, as the int16 a request header
+// carries. They are kmsg's Key values, so kproxy spells each key once and
+// agrees with the library that decodes it; every package compares keys
+// against these, never against a number.
 const (
-	KeyProduce          int16 = 0
-	KeyFetch            int16 = 1
-	KeyApiVersions      int16 = 18
-	KeySaslHandshake    int16 = 17
-	KeySaslAuthenticate int16 = 36
+	KeyProduce                = int16(kmsg.Produce)
+	KeyFetch                  = int16(kmsg.Fetch)
+	KeyControlledShutdown     = int16(kmsg.ControlledShutdown)
+	KeyOffsetCommit           = int16(kmsg.OffsetCommit)
+	KeyFindCoordinator        = int16(kmsg.FindCoordinator)
+	KeyHeartbeat              = int16(kmsg.Heartbeat)
+	KeySaslHandshake          = int16(kmsg.SASLHandshake)
+	KeyApiVersions            = int16(kmsg.ApiVersions)
+	KeyCreateTopics           = int16(kmsg.CreateTopics)
+	KeyDeleteTopics           = int16(kmsg.DeleteTopics)
+	KeyTxnOffsetCommit        = int16(kmsg.TxnOffsetCommit)
+	KeyDescribeAcls           = int16(kmsg.DescribeACLs)
+	KeyCreateAcls             = int16(kmsg.CreateACLs)
+	KeyDeleteAcls             = int16(kmsg.DeleteACLs)
+	KeySaslAuthenticate       = int16(kmsg.SASLAuthenticate)
+	KeyCreatePartitions       = int16(kmsg.CreatePartitions)
+	KeyElectLeaders           = int16(kmsg.ElectLeaders)
+	KeyDescribeCluster        = int16(kmsg.DescribeCluster)
+	KeyConsumerGroupHeartbeat = int16(kmsg.ConsumerGroupHeartbeat)
+	KeyShareFetch             = int16(kmsg.ShareFetch)
+	KeyShareAcknowledge       = int16(kmsg.ShareAcknowledge)
 )
 
 // apiInfo is what kmsg knows of one API key, flattened into an array at
@@ -82,7 +101,7 @@ func RequestHeaderVersion(key, version int16) int8 {
 	if !Known(key, version) {
 		return -1
 	}
-	if key == 7 && version == 0 { // ControlledShutdown v0 has no client id
+	if key == KeyControlledShutdown && version == 0 { // v0 has no client id
 		return 0
 	}
 	if Flexible(key, version) {

@@ -15,10 +15,6 @@ type Partition struct {
 	Index   int32
 }
 
-// codeMessageTooLarge is MESSAGE_TOO_LARGE, the broker's answer to a batch
-// over its size.
-const codeMessageTooLarge int16 = 10
-
 // oversizePartitions lists the partitions of a produce whose batch is over
 // the rule's size limits. Names are cloned: they outlive the frame.
 func oversizePartitions(req *kmsg.ProduceRequest, l Limits) []Partition {

@@ -9,6 +9,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kproxy/kproxy/framing"
+	"github.com/kproxy/kproxy/proxy/core"
+	"github.com/kproxy/kproxy/proxy/loop"
 )
 
 // paddedApiVersions is an ApiVersions request padded to n bytes.
@@ -49,23 +51,21 @@ func TestBufferBudgetPinsOnlyWhatFollowsARefusal(t *testing.T) {
 
 	c := dialRaw(t, env.addr)
 	waitFor(t, 5*time.Second, "the pair", func() bool {
-		env.srv.mu.Lock()
-		defer env.srv.mu.Unlock()
-		return len(env.srv.pairs) == 1
+		return len(env.pairs()) == 1
 	})
 	p := onlyPair(t, env)
 	// Hold the relay back until all of it is buffered, so that the three
 	// frames are one batch.
-	p.upMu.Lock()
+	release := p.HoldUpstreamWriter()
 	go c.Write(in)
-	waitFor(t, 10*time.Second, "the input buffered", func() bool { return p.client.Reader().Len() == len(in) })
-	p.upMu.Unlock()
+	waitFor(t, 10*time.Second, "the input buffered", func() bool { return p.Client().Reader().Len() == len(in) })
+	release()
 
 	waitFor(t, 10*time.Second, "the last frame flushing", func() bool {
-		return p.flushes[toUpstream].Load()&1 == 1 && p.holding.pinned[fromClient].Load() != 0
+		return p.Flushing(loop.ToUpstream) && p.Pinned(core.FromClient) != 0
 	})
-	got := p.holding.pinned[fromClient].Load()
-	p.close("test over", nil) // the relay waits on the upstream; netpoll runs no close callback meanwhile
+	got := p.Pinned(core.FromClient)
+	p.Conn().Close("test over", nil) // the relay waits on the upstream; netpoll runs no close callback meanwhile
 	if got != after {
 		t.Fatalf("the batch pins %d bytes, want the %d taken after the refusal", got, after)
 	}

@@ -41,17 +41,17 @@ func TestBufferBudgetBlamesTheSideThatHoldsMost(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, 10*time.Second, "the partial response charged", func() bool {
-		return env.srv.budget.used.Load() >= partial
+		return env.srv.core.Budget.Used() >= partial
 	})
 	// Part of a request, so it waits partial, and is charged, until the
 	// budget refuses it.
 	c.Write(paddedApiVersions(2, 2*request)[:request]) // may fail once kproxy closes
 	expectClosed(t, c, 10*time.Second)
 	waitFor(t, 5*time.Second, "the close counted", func() bool {
-		return testutil.ToFloat64(env.m.overBudget.WithLabelValues("client"))+
-			testutil.ToFloat64(env.m.overBudget.WithLabelValues("upstream")) == 1
+		return testutil.ToFloat64(env.m.OverBudget.WithLabelValues("client"))+
+			testutil.ToFloat64(env.m.OverBudget.WithLabelValues("upstream")) == 1
 	})
-	if n := testutil.ToFloat64(env.m.overBudget.WithLabelValues("upstream")); n != 1 {
+	if n := testutil.ToFloat64(env.m.OverBudget.WithLabelValues("upstream")); n != 1 {
 		t.Fatalf("closed blamed on the client, want the upstream whose partial response is most of the charge (kproxy: %s)", env.logs)
 	}
 	if !env.logs.contains(`"reason":"upstream input over max_buffered_bytes"`) {

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kproxy/kproxy/proxy/core"
+	"github.com/kproxy/kproxy/proxy/loop"
 	"golang.org/x/sys/unix"
 )
 
@@ -55,10 +57,10 @@ func TestBufferBudgetChargesABatchHandedOnFromThePoller(t *testing.T) {
 	}
 	p := onlyPair(t, env)
 	// kproxy's socket to the client keeps little, so a send finds it full.
-	if err := unix.SetsockoptInt(p.client.(interface{ Fd() int }).Fd(), unix.SOL_SOCKET, unix.SO_SNDBUF, 4096); err != nil {
+	if err := unix.SetsockoptInt(p.Client().(interface{ Fd() int }).Fd(), unix.SOL_SOCKET, unix.SO_SNDBUF, 4096); err != nil {
 		t.Fatal(err)
 	}
-	flushing := func() bool { return p.flushes[toClient].Load()&1 == 1 }
+	flushing := func() bool { return p.Flushing(loop.ToClient) }
 	// The client stops reading; responses go on until one waits.
 	for i := int32(100); !flushing(); i++ {
 		if i == 140 {
@@ -67,15 +69,15 @@ func TestBufferBudgetChargesABatchHandedOnFromThePoller(t *testing.T) {
 		if _, err := c.Write(apiVersionsV0(i)); err != nil {
 			t.Fatal(err)
 		}
-		want := p.sess.Stats().Responses + 1
-		waitFor(t, 10*time.Second, "the response relayed", func() bool { return p.sess.Stats().Responses == want || flushing() })
+		want := p.Conn().Sess.Stats().Responses + 1
+		waitFor(t, 10*time.Second, "the response relayed", func() bool { return p.Conn().Sess.Stats().Responses == want || flushing() })
 	}
-	if p.holding.pinned[fromUpstream].Load() != 0 {
+	if p.Pinned(core.FromUpstream) != 0 {
 		t.Logf("the waiting batch was relayed in the pool")
 	} else {
 		t.Logf("the waiting batch was handed on from the poller")
 	}
 	waitFor(t, 10*time.Second, "the waiting batch charged", func() bool {
-		return env.srv.budget.used.Load() >= budgetFloor
+		return env.srv.core.Budget.Used() >= loop.BudgetFloor
 	})
 }

@@ -7,12 +7,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cloudwego/netpoll"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/kproxy/kproxy/correlate"
 	"github.com/kproxy/kproxy/framing"
+	"github.com/kproxy/kproxy/proxy/loop"
 )
 
 // peakCharged samples what is charged to the budget until the test ends,
@@ -24,7 +23,7 @@ func peakCharged(t *testing.T, env *testEnv) func() float64 {
 	go func() {
 		defer close(done)
 		for {
-			if v := int64(testutil.ToFloat64(env.m.buffered)); v > peak.Load() {
+			if v := int64(testutil.ToFloat64(env.m.Buffered)); v > peak.Load() {
 				peak.Store(v)
 			}
 			select {
@@ -57,17 +56,15 @@ func TestBufferBudgetChargesBatchesWaitingForASlowReader(t *testing.T) {
 	// arrives whole while the budget is full, as large as the batches
 	// waiting, on the upstream whose input it is.
 	closes := func() int {
-		return int(testutil.ToFloat64(env.m.overBudget.WithLabelValues("client")) +
-			testutil.ToFloat64(env.m.overBudget.WithLabelValues("upstream")))
+		return int(testutil.ToFloat64(env.m.OverBudget.WithLabelValues("client")) +
+			testutil.ToFloat64(env.m.OverBudget.WithLabelValues("upstream")))
 	}
 	// flushing counts the pairs whose whole response is being flushed to
 	// a client that does not read it.
 	flushing := func() int {
-		env.srv.mu.Lock()
-		defer env.srv.mu.Unlock()
 		n := 0
-		for p := range env.srv.pairs {
-			if p.flushes[toClient].Load()&1 == 1 && p.upstream.Reader().Len() == 0 {
+		for _, p := range env.pairs() {
+			if p.Flushing(loop.ToClient) && p.Upstream().Reader().Len() == 0 {
 				n++
 			}
 		}
@@ -91,9 +88,9 @@ func TestBufferBudgetChargesBatchesWaitingForASlowReader(t *testing.T) {
 	}
 	// The two readers left are charged what waits for them.
 	waitFor(t, 10*time.Second, "the responses waiting charged", func() bool {
-		return env.srv.budget.used.Load() >= 2*bigResponse
+		return env.srv.core.Budget.Used() >= 2*bigResponse
 	})
-	if used := env.srv.budget.used.Load(); used > budget {
+	if used := env.srv.core.Budget.Used(); used > budget {
 		t.Fatalf("charged %d bytes, over max_buffered_bytes %d", used, budget)
 	}
 }
@@ -126,7 +123,7 @@ func TestBufferBudgetClosesTheLargestHolder(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, 10*time.Second, "the hogs charged", func() bool { return env.srv.budget.used.Load() == hogs*sent })
+	waitFor(t, 10*time.Second, "the hogs charged", func() bool { return env.srv.core.Budget.Used() == hogs*sent })
 
 	// The honest request, sent in pieces so that it is charged while it
 	// is partial.
@@ -147,7 +144,7 @@ func TestBufferBudgetClosesTheLargestHolder(t *testing.T) {
 	// A hog's close frees its charge before the close is counted, so the
 	// honest client may be served first.
 	waitFor(t, 10*time.Second, "a hog's budget close counted", func() bool {
-		return testutil.ToFloat64(env.m.overBudget.WithLabelValues("client")) >= 1
+		return testutil.ToFloat64(env.m.OverBudget.WithLabelValues("client")) >= 1
 	})
 	hogClosed := false
 	for _, h := range conns {
@@ -161,54 +158,5 @@ func TestBufferBudgetClosesTheLargestHolder(t *testing.T) {
 	}
 	if p := peak(); p > budget {
 		t.Fatalf("charged %v bytes at the peak, over max_buffered_bytes %d", p, budget)
-	}
-}
-
-// lenConn is a connection whose reader holds as many bytes as told; all
-// the sweep asks of it.
-type lenConn struct {
-	netpoll.Connection
-	r lenReader
-}
-
-func (c *lenConn) Reader() netpoll.Reader { return &c.r }
-
-type lenReader struct {
-	netpoll.Reader
-	n atomic.Int64
-}
-
-func (r *lenReader) Len() int { return int(r.n.Load()) }
-
-// A charge the sweep made while a pair waited does not stay on the budget
-// once the pair's input is consumed by a relay that charges nothing (one
-// on the poller) and the pair stops waiting: the pair stays on the
-// sweep's list until a sweep finds it holds nothing (issue 14, item 5).
-func TestBufferBudgetChargeLeavesAnIdlePair(t *testing.T) {
-	s := &Server{cfg: Defaults(), m: NewMetrics(prometheus.NewRegistry()), pairs: map[*pair]struct{}{},
-		waitKick: make(chan struct{}, 1)}
-	s.budget.max = 1 << 30
-	client, upstream := &lenConn{}, &lenConn{}
-	p := &pair{s: s, client: client, upstream: upstream}
-	s.pairs[p] = struct{}{}
-	p.waitStart()
-	p.waitEnd() // it waited once, and no longer
-
-	client.r.n.Store(1 << 20) // a burst arrives as a sweep runs
-	for range keepIdleSweeps {
-		s.sweepWaiting(nil)
-	}
-	if used := s.budget.used.Load(); used != 1<<20 {
-		t.Fatalf("charged %d, want %d", used, 1<<20)
-	}
-	client.r.n.Store(0) // relayed on the poller: nothing is charged there
-	for range keepIdleSweeps + 1 {
-		s.sweepWaiting(nil)
-	}
-	if used := s.budget.used.Load(); used != 0 {
-		t.Fatalf("a charge of %d bytes stuck to a pair that holds nothing", used)
-	}
-	if _, empty := s.sweepWaiting(nil); !empty {
-		t.Fatal("the idle pair, holding nothing, is still on the sweep's list")
 	}
 }

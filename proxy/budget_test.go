@@ -41,7 +41,7 @@ func TestBufferBudgetBoundsPartialFrames(t *testing.T) {
 	go func() {
 		defer close(sampled)
 		for {
-			peak = max(peak, testutil.ToFloat64(env.m.buffered))
+			peak = max(peak, testutil.ToFloat64(env.m.Buffered))
 			select {
 			case <-stop:
 				return
@@ -78,11 +78,11 @@ func TestBufferBudgetBoundsPartialFrames(t *testing.T) {
 		return closed.Load() >= hogs-budget/sent
 	})
 	waitFor(t, 5*time.Second, "each close counted", func() bool {
-		return testutil.ToFloat64(env.m.overBudget.WithLabelValues("client")) == float64(closed.Load())
+		return testutil.ToFloat64(env.m.OverBudget.WithLabelValues("client")) == float64(closed.Load())
 	})
 	close(stop)
 	<-sampled
-	t.Logf("peak charged %v, budget closes %v", peak, testutil.ToFloat64(env.m.overBudget.WithLabelValues("client")))
+	t.Logf("peak charged %v, budget closes %v", peak, testutil.ToFloat64(env.m.OverBudget.WithLabelValues("client")))
 	if peak > budget {
 		t.Fatalf("charged %v bytes at the peak, over max_buffered_bytes %d", peak, budget)
 	}
@@ -91,11 +91,9 @@ func TestBufferBudgetBoundsPartialFrames(t *testing.T) {
 	}
 	// What the live pairs hold is within the budget.
 	held := 0
-	env.srv.mu.Lock()
-	for p := range env.srv.pairs {
-		held += p.client.Reader().Len()
+	for _, p := range env.pairs() {
+		held += p.Client().Reader().Len()
 	}
-	env.srv.mu.Unlock()
 	if held > budget {
 		t.Fatalf("live pairs hold %d bytes, over max_buffered_bytes %d", held, budget)
 	}
@@ -112,7 +110,7 @@ func TestBufferBudgetBoundsPartialFrames(t *testing.T) {
 		c.Close()
 	}
 	waitFor(t, 10*time.Second, "the budget given back", func() bool {
-		return testutil.ToFloat64(env.m.buffered) == 0 && env.srv.budget.used.Load() == 0
+		return testutil.ToFloat64(env.m.Buffered) == 0 && env.srv.core.Budget.Used() == 0
 	})
 }
 

@@ -69,13 +69,13 @@ func TestThousandConcurrentConnections(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	if n := testutil.ToFloat64(env.m.open); n != conns {
+	if n := testutil.ToFloat64(env.m.Open); n != conns {
 		t.Fatalf("open connections gauge %v, want %d", n, conns)
 	}
 	for _, c := range open {
 		c.Close()
 	}
-	waitFor(t, 10*time.Second, "every pair closed", func() bool { return testutil.ToFloat64(env.m.open) == 0 })
+	waitFor(t, 10*time.Second, "every pair closed", func() bool { return testutil.ToFloat64(env.m.Open) == 0 })
 }
 
 // Past max_connections new clients are refused and counted; the ones
@@ -84,13 +84,13 @@ func TestMaxConnections(t *testing.T) {
 	up := startFakeUpstream(t, func(c net.Conn, f []byte) { echoResponse(c, f, []byte{0, 0}) })
 	env := startProxy(t, up.addr(), func(cfg *Config, _ *framing.Config, _ *correlate.Config) { cfg.MaxConnections = 2 })
 	a, b := dialRaw(t, env.addr), dialRaw(t, env.addr)
-	waitFor(t, 10*time.Second, "two pairs", func() bool { return testutil.ToFloat64(env.m.open) == 2 })
+	waitFor(t, 10*time.Second, "two pairs", func() bool { return testutil.ToFloat64(env.m.Open) == 2 })
 	expectReset(t, env.addr, 2*time.Second)
 	// The refusal is counted after the reset is sent.
 	waitFor(t, 10*time.Second, "the refusal counted", func() bool {
-		return testutil.ToFloat64(env.m.refused.WithLabelValues("max_connections")) >= 1
+		return testutil.ToFloat64(env.m.Refused.WithLabelValues("max_connections")) >= 1
 	})
-	if n := testutil.ToFloat64(env.m.refused.WithLabelValues("max_connections")); n != 1 {
+	if n := testutil.ToFloat64(env.m.Refused.WithLabelValues("max_connections")); n != 1 {
 		t.Fatalf("refused = %v, want 1", n)
 	}
 	for i, conn := range []net.Conn{a, b} {
@@ -108,16 +108,16 @@ func TestMaxConnectionsRefusesBeforeDialling(t *testing.T) {
 	up := startFakeUpstream(t, func(c net.Conn, f []byte) { echoResponse(c, f, []byte{0, 0}) })
 	env := startProxy(t, up.addr(), func(cfg *Config, _ *framing.Config, _ *correlate.Config) { cfg.MaxConnections = 2 })
 	a, b := dialRaw(t, env.addr), dialRaw(t, env.addr)
-	waitFor(t, 10*time.Second, "two pairs", func() bool { return testutil.ToFloat64(env.m.open) == 2 })
+	waitFor(t, 10*time.Second, "two pairs", func() bool { return testutil.ToFloat64(env.m.Open) == 2 })
 	const attempts = 50
 	for i := 0; i < attempts; i++ {
 		expectReset(t, env.addr, 2*time.Second)
 	}
 	// Each refusal is counted after its reset is sent.
 	waitFor(t, 10*time.Second, "every refusal counted", func() bool {
-		return testutil.ToFloat64(env.m.refused.WithLabelValues("max_connections")) >= attempts
+		return testutil.ToFloat64(env.m.Refused.WithLabelValues("max_connections")) >= attempts
 	})
-	if n := testutil.ToFloat64(env.m.refused.WithLabelValues("max_connections")); n != attempts {
+	if n := testutil.ToFloat64(env.m.Refused.WithLabelValues("max_connections")); n != attempts {
 		t.Fatalf("refused = %v, want %d", n, attempts)
 	}
 	for i, conn := range []net.Conn{a, b} {
@@ -135,7 +135,7 @@ func TestMaxConnectionsRefusesBeforeDialling(t *testing.T) {
 	}
 	// A slot freed by a close is taken again.
 	a.Close()
-	waitFor(t, 10*time.Second, "a slot given back", func() bool { return env.srv.slots.Load() == 1 })
+	waitFor(t, 10*time.Second, "a slot given back", func() bool { return env.srv.core.Slots() == 1 })
 	c := dialRaw(t, env.addr)
 	c.Write(apiVersionsV0(7))
 	c.SetReadDeadline(time.Now().Add(2 * time.Second))

@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"github.com/kproxy/kproxy/cluster"
 )
 
@@ -29,7 +27,7 @@ func (s *Server) SetCluster(cfg cluster.Config) error {
 	s.env.Addresses = cluster.NewFronting(cfg, cfg.Host(s.cfg.Listen), s.topo)
 	s.kick = make(chan struct{}, 1)
 	s.discoverGap = discoverGap
-	s.m.topo.Store(s.topo)
+	s.m.Topo.Store(s.topo)
 	return nil
 }
 
@@ -91,7 +89,7 @@ func (s *Server) discoverLoop() {
 		// An ask made before this discovery starts is answered by it;
 		// a drain before Serve has already stopped everything.
 		select {
-		case <-s.stop:
+		case <-s.core.Done():
 			return
 		default:
 		}
@@ -105,7 +103,7 @@ func (s *Server) discoverLoop() {
 		if err != nil {
 			result = "error"
 		}
-		s.m.discoveries.WithLabelValues(result).Inc()
+		s.m.Discoveries.WithLabelValues(result).Inc()
 		wait := gap
 		// A bootstrap that requires SASL will not answer kproxy's
 		// Metadata however often it is asked: said once, then the loop
@@ -128,14 +126,14 @@ func (s *Server) discoverLoop() {
 		}
 		timer := time.NewTimer(wait)
 		select {
-		case <-s.stop:
+		case <-s.core.Done():
 			timer.Stop()
 			return
 		case <-timer.C:
 		}
 		if settled {
 			select {
-			case <-s.stop:
+			case <-s.core.Done():
 				return
 			case <-s.kick:
 			}
@@ -172,11 +170,4 @@ func (s *Server) discover() error {
 	}
 	s.log.Debug().Int("brokers", len(brokers)).Int("known", s.topo.Nodes()).Msg("cluster discovered through the bootstrap")
 	return nil
-}
-
-// unknownNode refuses a client of a node port whose broker kproxy could
-// not learn in time.
-func (s *Server) unknownNode(log *zerolog.Logger, l *listener, err error) {
-	s.m.refused.WithLabelValues("unknown_node").Inc()
-	log.Warn().Err(err).Int32("node", l.node).Str("listen", l.addr).Msg("connection refused: its node is not a known broker; the client should refresh its metadata")
 }

@@ -118,7 +118,7 @@ func TestClusterRediscoverOnePerWait(t *testing.T) {
 			knock(t, env.nodeAddr(0))
 		}
 		waitFor(t, 20*time.Second, "the dial failures counted", func() bool {
-			return testutil.ToFloat64(env.m.dialFailures) >= clients
+			return testutil.ToFloat64(env.m.DialFailures) >= clients
 		})
 		if n := boot.metadata.Load(); n != 1 {
 			t.Fatalf("the bootstrap got %d discoveries for %d clients of a broker that is down, want 1 (the first; the rest wait for the gap)", n, clients)
@@ -128,13 +128,13 @@ func TestClusterRediscoverOnePerWait(t *testing.T) {
 		env := startClusterAt(t, deadAddr(t), 0, time.Hour, func(c *Config, _ *framing.Config, _ *correlate.Config) {
 			c.DialTimeout = 50 * time.Millisecond
 		})
-		failed := func() float64 { return testutil.ToFloat64(env.m.discoveries.WithLabelValues("error")) }
+		failed := func() float64 { return testutil.ToFloat64(env.m.Discoveries.WithLabelValues("error")) }
 		waitFor(t, 20*time.Second, "the first discovery to fail", func() bool { return failed() >= 1 })
 		for i := 0; i < clients; i++ {
 			knock(t, env.nodeAddr(0))
 		}
 		waitFor(t, 20*time.Second, "the clients refused", func() bool {
-			return testutil.ToFloat64(env.m.refused.WithLabelValues("unknown_node")) >= clients
+			return testutil.ToFloat64(env.m.Refused.WithLabelValues("unknown_node")) >= clients
 		})
 		if n := failed(); n != 1 {
 			t.Fatalf("%v discoveries tried for %d clients while the bootstrap is down, want 1 (the rest wait for the backoff)", n, clients)
@@ -150,7 +150,7 @@ func TestClusterRediscoverOnePerWait(t *testing.T) {
 func TestClusterBrokerOutsideNodeIDs(t *testing.T) {
 	env := startCluster(t, 3, 1, nil) // node ids 0-2, served 0-1
 	waitFor(t, 20*time.Second, "a discovery", func() bool {
-		return testutil.ToFloat64(env.m.discoveries.WithLabelValues("ok"))+testutil.ToFloat64(env.m.discoveries.WithLabelValues("error")) >= 1
+		return testutil.ToFloat64(env.m.Discoveries.WithLabelValues("ok"))+testutil.ToFloat64(env.m.Discoveries.WithLabelValues("error")) >= 1
 	})
 	err := env.srv.Ready(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "outside cluster.node_ids 0-1: node 2 (") {

@@ -87,10 +87,10 @@ func TestClusterNodeOutsideRange(t *testing.T) {
 		expectNothing(t, c, tc.name+" naming node 2")
 		want := float64(i + 1)
 		waitFor(t, 10*time.Second, "the close to be counted", func() bool {
-			return testutil.ToFloat64(env.m.protocolErrs.WithLabelValues("unmapped_broker")) >= want
+			return testutil.ToFloat64(env.m.ProtocolErrs.WithLabelValues("unmapped_broker")) >= want
 		})
 	}
-	if got := testutil.ToFloat64(env.m.protocolErrs.WithLabelValues("unmapped_broker")); got != float64(len(cases)) {
+	if got := testutil.ToFloat64(env.m.ProtocolErrs.WithLabelValues("unmapped_broker")); got != float64(len(cases)) {
 		t.Fatalf("kproxy_protocol_errors_total{kind=unmapped_broker} = %v, want %d", got, len(cases))
 	}
 	waitFor(t, 10*time.Second, "a log line naming node 2", func() bool {
@@ -219,7 +219,7 @@ func TestClusterGarbledMetadata(t *testing.T) {
 	}
 	expectNothing(t, c, "a garbled Metadata")
 	waitFor(t, 10*time.Second, "the close counted and logged", func() bool {
-		return testutil.ToFloat64(env.m.protocolErrs.WithLabelValues("unmapped_broker")) == 1 &&
+		return testutil.ToFloat64(env.m.ProtocolErrs.WithLabelValues("unmapped_broker")) == 1 &&
 			env.logs.contains("upstream sent a response that may name brokers and kproxy cannot read")
 	})
 	answered(t, bystander, 2)

@@ -31,7 +31,7 @@ func TestClusterTLS(t *testing.T) {
 			env := startClusterProxy(t, kc.ListenAddrs()[0], 7, nil, func(s *Server) { s.SetTLS(w.store, w.metrics) })
 			env.kc = kc
 			waitFor(t, 30*time.Second, "a discovery over TLS", func() bool {
-				return testutil.ToFloat64(env.m.discoveries.WithLabelValues("ok")) >= 1
+				return testutil.ToFloat64(env.m.Discoveries.WithLabelValues("ok")) >= 1
 			})
 			env.spread(t, topic, partitions, 3)
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/kproxy/kproxy/internal/fielderr"
+	"github.com/kproxy/kproxy/proxy/core"
 )
 
 // Config is the `proxy:` section of kproxy.yaml.
@@ -119,11 +120,11 @@ func (c Config) Validate() error {
 		return fielderr.New("drain_timeout", "must not be negative")
 	case c.Linger < 0 || c.Linger > time.Second:
 		return fielderr.New("linger", "must be between 0 and 1s")
-	case c.SocketSendBufferBytes != 0 && (c.SocketSendBufferBytes < minSocketBuffer || c.SocketSendBufferBytes > maxSocketBuffer):
+	case c.SocketSendBufferBytes != 0 && (c.SocketSendBufferBytes < core.MinSocketBuffer || c.SocketSendBufferBytes > core.MaxSocketBuffer):
 		return fielderr.New("socket_send_buffer_bytes", "must be 0 (the kernel's own sizing) or between 4096 and 268435456")
-	case c.SocketReceiveBufferBytes != 0 && (c.SocketReceiveBufferBytes < minSocketBuffer || c.SocketReceiveBufferBytes > maxSocketBuffer):
+	case c.SocketReceiveBufferBytes != 0 && (c.SocketReceiveBufferBytes < core.MinSocketBuffer || c.SocketReceiveBufferBytes > core.MaxSocketBuffer):
 		return fielderr.New("socket_receive_buffer_bytes", "must be 0 (the kernel's own sizing) or between 4096 and 268435456")
-	case c.LargeFrameSendBufferBytes != 0 && (c.LargeFrameSendBufferBytes < minSocketBuffer || c.LargeFrameSendBufferBytes > maxSocketBuffer):
+	case c.LargeFrameSendBufferBytes != 0 && (c.LargeFrameSendBufferBytes < core.MinSocketBuffer || c.LargeFrameSendBufferBytes > core.MaxSocketBuffer):
 		return fielderr.New("large_frame_send_buffer_bytes", "must be 0 (off) or between 4096 and 268435456")
 	}
 	return nil

@@ -1,9 +1,9 @@
-// Package proxy is kproxy's relay: it accepts client connections, pairs each
-// with its own upstream connection on the netpoll event loop, and moves whole
-// Kafka frames both ways with their correlation ids rewritten through the
-// pair's InFlight table.
-//
-// A pair plays the part of Kafka's KafkaChannel: one transport per side,
-// one receive buffer per side (netpoll's), and one writer owner per side.
-// Anything that goes wrong in a pair closes that pair and nothing else.
+// Package proxy is a kproxy server: the proxy section's configuration,
+// the listeners (proxy.listen, and in cluster mode a port per broker),
+// cluster discovery through the bootstrap, readiness, and Go's memory
+// limit. It wires the connection core (proxy/core) to the driver that
+// relays its connections: netpoll's event loop for plaintext
+// (proxy/loop), Go's net and crypto/tls when either side speaks TLS
+// (proxy/stream). Every Kafka decision is the session's (package relay);
+// a fault in one connection closes that connection and nothing else.
 package proxy

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kproxy/kproxy/proxy/loop"
 	"github.com/twmb/franz-go/pkg/kfake"
 )
 
@@ -140,19 +141,19 @@ func TestDrainWaitsForTheResponseBeingWritten(t *testing.T) {
 	}
 	p := onlyPair(t, env)
 
-	p.wmu.Lock() // a response batch, its entry popped, not yet flushed
-	p.drain()
+	p.Conn().WMu.Lock() // a response batch, its entry popped, not yet flushed
+	p.Conn().Drain()
 	time.Sleep(100 * time.Millisecond) // time for a wrong close to happen
-	if p.closed.Load() {
-		p.wmu.Unlock() // (writing to the closed connection would panic in netpoll)
+	if p.Conn().Closed() {
+		p.Conn().WMu.Unlock() // (writing to the closed connection would panic in netpoll)
 		t.Fatal("the drain closed the connection while a response was being written to it")
 	}
-	w := p.client.Writer()
+	w := p.Client().Writer()
 	_, err := w.WriteBinary([]byte{0, 0, 0, 6, 0, 0, 0, 2, 0, 0}) // a response frame with id 2
 	if err == nil {
 		err = w.Flush()
 	}
-	p.wmu.Unlock()
+	p.Conn().WMu.Unlock()
 	if err != nil {
 		t.Fatalf("the drain closed the connection while a response was being written: %v", err)
 	}
@@ -178,14 +179,14 @@ func TestDrainEndsAfterKproxysOwnAnswer(t *testing.T) {
 	}
 	p := onlyPair(t, env)
 
-	p.wmu.Lock() // a response batch being written
+	p.Conn().WMu.Lock() // a response batch being written
 	if _, err := c.Write(encodeRequest(produceRequest(7, 1, "secret"), 2)); err != nil {
-		p.wmu.Unlock()
+		p.Conn().WMu.Unlock()
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(10 * time.Second); p.sess.InFlight() == 0; time.Sleep(time.Millisecond) {
+	for deadline := time.Now().Add(10 * time.Second); p.Conn().Sess.InFlight() == 0; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
-			p.wmu.Unlock()
+			p.Conn().WMu.Unlock()
 			t.Fatal("the refused request never reached the in-flight table")
 		}
 	}
@@ -196,10 +197,10 @@ func TestDrainEndsAfterKproxysOwnAnswer(t *testing.T) {
 		defer cancel()
 		drained <- env.srv.Drain(ctx)
 	}()
-	for !p.draining.Load() {
+	for !p.Conn().Stopping() {
 		time.Sleep(time.Millisecond)
 	}
-	p.wmu.Unlock()
+	p.Conn().WMu.Unlock()
 	f, err := readFrame(c)
 	if err != nil || corrOf(f) != 2 {
 		t.Fatalf("the refusal owed when the drain began was lost: %x %v", f, err)
@@ -211,15 +212,11 @@ func TestDrainEndsAfterKproxysOwnAnswer(t *testing.T) {
 }
 
 // onlyPair is the one pair env's server holds.
-func onlyPair(t *testing.T, env *testEnv) *pair {
+func onlyPair(t *testing.T, env *testEnv) loop.Pair {
 	t.Helper()
-	env.srv.mu.Lock()
-	defer env.srv.mu.Unlock()
-	if len(env.srv.pairs) != 1 {
-		t.Fatalf("%d pairs open, want one", len(env.srv.pairs))
+	ps := env.pairs()
+	if len(ps) != 1 {
+		t.Fatalf("%d pairs open, want one", len(ps))
 	}
-	for p := range env.srv.pairs {
-		return p
-	}
-	return nil
+	return ps[0]
 }

@@ -66,12 +66,12 @@ func TestDriversBudgetHeldByIdleConnection(t *testing.T) {
 			}
 			// netpoll gives it back at once, the stream driver once A
 			// has idled for shrinkAfter.
-			waitFor(t, 10*time.Second, "A's charge given back while it idles", func() bool { return env.srv.budget.used.Load() == 0 })
+			waitFor(t, 10*time.Second, "A's charge given back while it idles", func() bool { return env.srv.core.Budget.Used() == 0 })
 			b := dial()
 			b.Write(bigApiVersions(2, n))
 			b.SetReadDeadline(time.Now().Add(5 * time.Second))
 			if _, err := readFrame(b); err != nil {
-				t.Errorf("B (while A idles) refused: %v; budget used %d", err, env.srv.budget.used.Load())
+				t.Errorf("B (while A idles) refused: %v; budget used %d", err, env.srv.core.Budget.Used())
 			}
 		})
 	}
@@ -88,12 +88,12 @@ func TestDriversBudgetChargedByPrefixOnly(t *testing.T) {
 			a := dial()
 			a.Write(bigApiVersions(1, n)[:4]) // the prefix only
 			time.Sleep(300 * time.Millisecond)
-			t.Logf("budget used after a 4-byte prefix: %d", env.srv.budget.used.Load())
+			t.Logf("budget used after a 4-byte prefix: %d", env.srv.core.Budget.Used())
 			b := dial()
 			b.Write(bigApiVersions(2, n))
 			b.SetReadDeadline(time.Now().Add(5 * time.Second))
 			if _, err := readFrame(b); err != nil {
-				t.Errorf("B refused while A sent 4 bytes: %v; budget used %d", err, env.srv.budget.used.Load())
+				t.Errorf("B refused while A sent 4 bytes: %v; budget used %d", err, env.srv.core.Budget.Used())
 			}
 		})
 	}
@@ -116,12 +116,12 @@ func TestDriversBudgetHeldAfterLargeResponse(t *testing.T) {
 			}
 			// netpoll gives it back at once, the stream driver once A
 			// has idled for shrinkAfter.
-			waitFor(t, 10*time.Second, "A's charge given back while it idles", func() bool { return env.srv.budget.used.Load() == 0 })
+			waitFor(t, 10*time.Second, "A's charge given back while it idles", func() bool { return env.srv.core.Budget.Used() == 0 })
 			b := dial()
 			b.Write(apiVersionsV0(2))
 			b.SetReadDeadline(time.Now().Add(5 * time.Second))
 			if _, err := readFrame(b); err != nil {
-				t.Errorf("B's large response (A idle) failed: %v; budget used %d\n%s", err, env.srv.budget.used.Load(), env.logs)
+				t.Errorf("B's large response (A idle) failed: %v; budget used %d\n%s", err, env.srv.core.Budget.Used(), env.logs)
 			}
 		})
 	}

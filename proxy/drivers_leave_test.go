@@ -35,16 +35,16 @@ func TestDriversClientGoneWhileTableFull(t *testing.T) {
 			for i := range 3 {
 				c.Write(apiVersionsV0(int32(i)))
 			}
-			waitFor(t, 5*time.Second, "two in flight", func() bool { return testutil.ToFloat64(env.m.relay.InFlight) == 2 })
+			waitFor(t, 5*time.Second, "two in flight", func() bool { return testutil.ToFloat64(env.m.Relay.InFlight) == 2 })
 			time.Sleep(100 * time.Millisecond)
 			c.Close()
 			// Well under read_timeout (30s), the only other timer that
 			// could close it.
 			deadline := time.Now().Add(10 * time.Second)
-			for time.Now().Before(deadline) && testutil.ToFloat64(env.m.open) != 0 {
+			for time.Now().Before(deadline) && testutil.ToFloat64(env.m.Open) != 0 {
 				time.Sleep(20 * time.Millisecond)
 			}
-			if n := testutil.ToFloat64(env.m.open); n != 0 {
+			if n := testutil.ToFloat64(env.m.Open); n != 0 {
 				t.Errorf("client closed 10s ago, pair still open (%v open)", n)
 			}
 		})

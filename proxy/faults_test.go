@@ -17,6 +17,7 @@ import (
 
 	"github.com/kproxy/kproxy/correlate"
 	"github.com/kproxy/kproxy/framing"
+	"github.com/kproxy/kproxy/proxy/loop"
 )
 
 func apiVersionsV0(corr int32) []byte {
@@ -69,8 +70,8 @@ func TestUpstreamKilledMidStream(t *testing.T) {
 		t.Fatalf("client connection still open %v after the upstream died", deadline)
 	}
 	t.Logf("client connection closed %v after the upstream died", time.Since(start))
-	waitFor(t, 10*time.Second, "3 failed requests counted", func() bool { return testutil.ToFloat64(env.m.relay.Failed) == 3 })
-	if g := testutil.ToFloat64(env.m.relay.InFlight); g != 0 {
+	waitFor(t, 10*time.Second, "3 failed requests counted", func() bool { return testutil.ToFloat64(env.m.Relay.Failed) == 3 })
+	if g := testutil.ToFloat64(env.m.Relay.InFlight); g != 0 {
 		t.Fatalf("in-flight gauge %v after close, want 0", g)
 	}
 }
@@ -94,7 +95,7 @@ func TestCorrelationMismatchIsolated(t *testing.T) {
 	expectClosed(t, c, 10*time.Second)
 	// The pair is counted once closed, which the client may see first.
 	waitFor(t, 10*time.Second, "one correlation mismatch counted", func() bool {
-		return testutil.ToFloat64(env.m.protocolErrs.WithLabelValues("correlation_mismatch")) == 1
+		return testutil.ToFloat64(env.m.ProtocolErrs.WithLabelValues("correlation_mismatch")) == 1
 	})
 	if !env.logs.contains(`"upstream_id":999`) || !env.logs.contains(`"client_id":5`) {
 		t.Fatalf("log does not name both ids:\n%s", env.logs)
@@ -124,7 +125,7 @@ func TestOversizePrefixRefused(t *testing.T) {
 		t.Fatalf("heap allocations grew by %d bytes for a refused frame", grew)
 	}
 	waitFor(t, 10*time.Second, "one oversize close counted", func() bool {
-		return testutil.ToFloat64(env.m.oversize.WithLabelValues("client")) == 1
+		return testutil.ToFloat64(env.m.Oversize.WithLabelValues("client")) == 1
 	})
 	if !env.logs.contains("exceeds limit 1048576") {
 		t.Fatalf("log does not explain the refusal:\n%s", env.logs)
@@ -191,7 +192,7 @@ func TestFloodAtStalledUpstreamIsBounded(t *testing.T) {
 		expectClosed(t, c, 10*time.Second)
 	}
 	waitFor(t, 10*time.Second, "overflow close counted", func() bool {
-		return testutil.ToFloat64(env.m.overflow.WithLabelValues("client")) == 1
+		return testutil.ToFloat64(env.m.Overflow.WithLabelValues("client")) == 1
 	})
 }
 
@@ -239,7 +240,7 @@ func floodUpstreamThatStopsReading(t *testing.T, linger time.Duration) {
 	batch := append(append([]byte(nil), frame...), frame...)
 	// Idle first, long enough for the sweep to find nothing waiting and
 	// sleep: the flood must wake it.
-	time.Sleep(5 * overflowSweep)
+	time.Sleep(5 * loop.OverflowSweep)
 	c.SetWriteDeadline(time.Now().Add(30 * time.Second))
 	// The flood is paced (16 KiB a millisecond) so that the relay keeps up
 	// until the socket buffers fill and its write blocks. From then on
@@ -265,7 +266,7 @@ func floodUpstreamThatStopsReading(t *testing.T, linger time.Duration) {
 		t.Fatalf("the client's unread input reached %.1f MiB (bound 1 MiB): the overflow sweep did not close the pair in time", mib(max))
 	}
 	waitFor(t, 10*time.Second, "overflow close counted", func() bool {
-		return testutil.ToFloat64(env.m.overflow.WithLabelValues("client")) == 1
+		return testutil.ToFloat64(env.m.Overflow.WithLabelValues("client")) == 1
 	})
 }
 
@@ -286,13 +287,11 @@ func watchUnread(t *testing.T, srv *Server) func() int {
 				return
 			case <-tick.C:
 			}
-			srv.mu.Lock()
-			for p := range srv.pairs {
-				if n := int64(p.client.Reader().Len()); n > peak.Load() {
+			for _, p := range serverPairs(srv) {
+				if n := int64(p.Client().Reader().Len()); n > peak.Load() {
 					peak.Store(n)
 				}
 			}
-			srv.mu.Unlock()
 		}
 	}()
 	t.Cleanup(func() { close(stop); <-done })

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"github.com/kproxy/kproxy/correlate"
 	"github.com/kproxy/kproxy/framing"
 	"github.com/kproxy/kproxy/internal/embedded"
+	"github.com/kproxy/kproxy/proxy/loop"
 	"github.com/kproxy/kproxy/tracing"
 )
 
@@ -141,7 +143,7 @@ func startKfakeWith(t testing.TB, kopts []kfake.Opt, setup func(*Server), starte
 
 // requests is the number of requests kproxy read for an API name.
 func (e *testEnv) requests(api string) float64 {
-	return testutil.ToFloat64(e.m.relay.Requests.WithLabelValues(api))
+	return testutil.ToFloat64(e.m.Relay.Requests.WithLabelValues(api))
 }
 
 // waitFor polls cond until it holds or d passes.
@@ -165,4 +167,24 @@ func dialRaw(t testing.TB, addr string) net.Conn {
 	}
 	t.Cleanup(func() { c.Close() })
 	return c
+}
+
+// pairs are the netpoll pairs env's server holds now.
+func (e *testEnv) pairs() []loop.Pair { return serverPairs(e.srv) }
+
+// serverPairs are the netpoll pairs srv holds now.
+func serverPairs(srv *Server) []loop.Pair {
+	var out []loop.Pair
+	for _, c := range srv.core.Conns() {
+		if p, ok := loop.PairOf(c); ok {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// isTimeout reports whether err is a deadline passing.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }

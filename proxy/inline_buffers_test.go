@@ -2,6 +2,8 @@ package proxy
 
 import (
 	"fmt"
+	"github.com/kproxy/kproxy/proxy/core"
+	"github.com/kproxy/kproxy/proxy/loop"
 	"reflect"
 	"sync"
 	"testing"
@@ -84,17 +86,16 @@ func TestInlineInputBuffersStayBounded(t *testing.T) {
 			relayed += len(f)
 		}
 	}
-	if batches(env, batchResponses, onPoller) == 0 || batches(env, batchRequests, onPoller) == 0 {
+	if batches(env, core.BatchResponses, core.OnPoller) == 0 || batches(env, core.BatchRequests, core.OnPoller) == 0 {
 		t.Fatalf("no batch was relayed on the poller (requests %v, responses %v): the test checks nothing",
-			batches(env, batchRequests, onPoller), batches(env, batchResponses, onPoller))
+			batches(env, core.BatchRequests, core.OnPoller), batches(env, core.BatchResponses, core.OnPoller))
 	}
-	env.srv.mu.Lock()
-	var p *pair
-	for q := range env.srv.pairs {
-		p = q
+	var p loop.Pair
+	var found bool
+	for _, q := range env.pairs() {
+		p, found = q, true
 	}
-	env.srv.mu.Unlock()
-	if p == nil {
+	if !found {
 		t.Fatal("kproxy has no pair for the open connection")
 	}
 	// Every response has been read: the connection is idle, so its
@@ -102,7 +103,7 @@ func TestInlineInputBuffersStayBounded(t *testing.T) {
 	for _, side := range []struct {
 		name string
 		conn any
-	}{{"client", p.client}, {"upstream", p.upstream}} {
+	}{{"client", p.Client()}, {"upstream", p.Upstream()}} {
 		caps := inputNodes(t, side.conn)
 		total, largest := 0, 0
 		for _, n := range caps {

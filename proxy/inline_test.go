@@ -2,7 +2,6 @@ package proxy
 
 import (
 	"bytes"
-	"context"
 	"encoding/binary"
 	"io"
 	"net"
@@ -11,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cloudwego/netpoll"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
@@ -19,6 +17,7 @@ import (
 
 	"github.com/kproxy/kproxy/correlate"
 	"github.com/kproxy/kproxy/framing"
+	"github.com/kproxy/kproxy/proxy/core"
 )
 
 // serialRoundTrips sends n ApiVersions requests one at a time through
@@ -42,7 +41,7 @@ func serialRoundTrips(t *testing.T, env *testEnv, n int) {
 }
 
 func batches(env *testEnv, dir, where int) float64 {
-	return testutil.ToFloat64(env.m.batch[dir][where])
+	return testutil.ToFloat64(env.m.Batch[dir][where])
 }
 
 // With linger 0 (the default) whole frames are relayed on the poller in
@@ -55,13 +54,13 @@ func TestSerialBatchesRelayOnThePoller(t *testing.T) {
 	env := startKfake(t, nil)
 	for n := 0; n < 500; n += 50 {
 		serialRoundTrips(t, env, 50)
-		if batches(env, batchRequests, onPoller) > 0 && batches(env, batchResponses, onPoller) > 0 {
+		if batches(env, core.BatchRequests, core.OnPoller) > 0 && batches(env, core.BatchResponses, core.OnPoller) > 0 {
 			return
 		}
 	}
 	for dir, name := range []string{"requests", "responses"} {
-		if got := batches(env, dir, onPoller); got == 0 {
-			t.Errorf("%s: none of 500 serial batches relayed on the poller (pool: %v)", name, batches(env, dir, inPool))
+		if got := batches(env, dir, core.OnPoller); got == 0 {
+			t.Errorf("%s: none of 500 serial batches relayed on the poller (pool: %v)", name, batches(env, dir, core.InPool))
 		}
 	}
 }
@@ -72,7 +71,7 @@ func TestLingerKeepsBatchesInThePool(t *testing.T) {
 	env := startKfake(t, nil, func(c *Config, _ *framing.Config, _ *correlate.Config) { c.Linger = 5 * time.Millisecond })
 	serialRoundTrips(t, env, 20)
 	for dir, name := range []string{"requests", "responses"} {
-		if got := batches(env, dir, onPoller); got != 0 {
+		if got := batches(env, dir, core.OnPoller); got != 0 {
 			t.Errorf("%s: %v batches relayed on the poller with a linger", name, got)
 		}
 	}
@@ -122,51 +121,6 @@ func TestSlowPeersKeepOrderAcrossHandOffs(t *testing.T) {
 	}
 }
 
-// setUpstreamContext depends on netpoll's connection layout; if an upgrade
-// changes it, this says so rather than kproxy silently relaying responses
-// from the pool.
-func TestSetUpstreamContextReachesTheRunner(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		c, err := ln.Accept()
-		if err == nil {
-			c.Write([]byte("ping"))
-			defer c.Close()
-			time.Sleep(2 * time.Second)
-		}
-	}()
-	up, err := netpoll.DialConnection("tcp", ln.Addr().String(), time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer up.Close()
-	if !setUpstreamContext(up, context.WithValue(context.Background(), upstreamKey{}, "marked")) {
-		t.Fatal("setUpstreamContext could not set the dialed connection's context: netpoll's layout changed")
-	}
-	got := make(chan any, 1)
-	up.SetOnRequest(func(ctx context.Context, c netpoll.Connection) error {
-		c.Reader().Skip(c.Reader().Len())
-		c.Reader().Release()
-		select {
-		case got <- ctx.Value(upstreamKey{}):
-		default:
-		}
-		return nil
-	})
-	select {
-	case v := <-got:
-		if v != "marked" {
-			t.Fatalf("the handler ran with context value %v", v)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("the handler never ran")
-	}
-}
-
 // Pairs closed from other goroutines (Drain's deadline, the overflow
 // sweep, the other side's close callback) while their batches run on the
 // poller must not hang it: netpoll finishes such a close inside the task,
@@ -205,20 +159,14 @@ func TestClosingPairsWhileTheyRelayOnThePoller(t *testing.T) {
 	go func() {
 		defer wg.Done()
 		for time.Now().Before(stop) {
-			env.srv.mu.Lock()
-			var live []*pair
-			for p := range env.srv.pairs {
-				live = append(live, p)
-			}
-			env.srv.mu.Unlock()
-			for _, p := range live {
-				p.close("test", nil)
+			for _, p := range env.pairs() {
+				p.Conn().Close("test", nil)
 			}
 			time.Sleep(3 * time.Millisecond)
 		}
 	}()
 	wg.Wait()
-	if got := batches(env, batchRequests, onPoller); got == 0 {
+	if got := batches(env, core.BatchRequests, core.OnPoller); got == 0 {
 		t.Fatal("no batch ran on the poller; the test did not test anything")
 	}
 	// Every poller still serves: new connections land on each in turn.
@@ -255,7 +203,7 @@ func TestRefusalsOnThePollerKeepOrder(t *testing.T) {
 		return "public"
 	}
 	round := 0
-	for ; round < maxRounds && (round < minRounds || batches(env, batchRequests, onPoller) == 0); round++ {
+	for ; round < maxRounds && (round < minRounds || batches(env, core.BatchRequests, core.OnPoller) == 0); round++ {
 		var batch []byte
 		for i := 0; i < n; i++ {
 			batch = append(batch, encodeRequest(produceRequest(7, 1, topic(i)), int32(round*n+i))...)
@@ -279,5 +227,5 @@ func TestRefusalsOnThePollerKeepOrder(t *testing.T) {
 		}
 	}
 	t.Logf("%d rounds: %v request batches on the poller, %v in the pool", round,
-		batches(env, batchRequests, onPoller), batches(env, batchRequests, inPool))
+		batches(env, core.BatchRequests, core.OnPoller), batches(env, core.BatchRequests, core.InPool))
 }

@@ -4,12 +4,11 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"sync"
 	"time"
 
-	"github.com/cloudwego/netpoll"
+	"github.com/rs/zerolog"
 
-	"github.com/kproxy/kproxy/relay"
+	"github.com/kproxy/kproxy/proxy/core"
 )
 
 // bootstrapNode marks the listener of proxy.listen: it fronts
@@ -17,52 +16,45 @@ import (
 // a node.
 const bootstrapNode int32 = -1
 
+// driverListener is a port as a driver serves it.
+type driverListener interface {
+	Addr() net.Addr
+	Serve() error
+	// Stop closes the port (and, on netpoll, the event loop: it runs
+	// last, after the drain).
+	Stop(ctx context.Context)
+	// Close unbinds a port never served.
+	Close()
+}
+
 // listener is one port kproxy serves. Every connection it accepts pairs
 // with a connection to its upstream: proxy.upstream for proxy.listen, the
-// broker's address as last learnt for a node port (cluster mode).
+// broker's address as last learnt for a node port (cluster mode). Rules
+// that match a listener match proxy.listen on every port: a node port is
+// the same front, and a rule written for it must not be bypassed through
+// a node port.
 type listener struct {
 	s    *Server
 	addr string // as configured
 	node int32  // bootstrapNode, or the node id this port serves
-	// env is what its sessions share. Rules that match a listener match
-	// proxy.listen on every port: a node port is the same front, and a
-	// rule written for it must not be bypassed through a node port.
-	env *relay.Env
-	// ln and loop accept on netpoll; sln on Go's net when TLS is on
-	// (the stream driver).
-	ln   netpoll.Listener
-	loop netpoll.EventLoop
-	sln  net.Listener
-	// mu orders serve and stop on netpoll, whose Shutdown does nothing
-	// before its Serve has begun: a stop that comes first keeps serve
-	// from starting, and served (closed when loop.Serve returns) lets
-	// one that comes meanwhile wait for it.
-	mu      sync.Mutex
-	stopped bool
-	served  chan struct{}
+	port core.Port
+	dl   driverListener
 }
 
-// bind opens the port addr for node.
+// bind opens the port addr for node, on the stream driver when TLS is
+// on, else on netpoll.
 func (s *Server) bind(addr string, node int32) (*listener, error) {
-	l := &listener{s: s, addr: addr, node: node, env: s.env}
-	if s.tls.on() {
-		ln, err := net.Listen("tcp", addr)
-		if err != nil {
-			return nil, l.bindError(err)
-		}
-		l.sln = ln
-		return l, nil
+	l := &listener{s: s, addr: addr, node: node}
+	l.port = core.Port{Upstream: l.upstream, DialFailed: l.dialFailed, Unknown: l.unknownNode}
+	var err error
+	if s.streams != nil {
+		l.dl, err = s.streams.Listen(addr, &l.port)
+	} else {
+		l.dl, err = s.poll.Listen(addr, &l.port)
 	}
-	ln, err := netpoll.CreateListener("tcp", addr)
 	if err != nil {
 		return nil, l.bindError(err)
 	}
-	loop, err := netpoll.NewEventLoop(s.onRequest, netpoll.WithOnConnect(l.onConnect))
-	if err != nil {
-		ln.Close()
-		return nil, err
-	}
-	l.ln, l.loop = ln, loop
 	return l, nil
 }
 
@@ -74,65 +66,16 @@ func (l *listener) bindError(err error) error {
 }
 
 // Addr is the bound address.
-func (l *listener) Addr() net.Addr {
-	if l.sln != nil {
-		return l.sln.Addr()
-	}
-	return l.ln.Addr()
-}
+func (l *listener) Addr() net.Addr { return l.dl.Addr() }
 
 // serve accepts until stop.
-func (l *listener) serve() error {
-	if l.sln != nil {
-		return l.s.serveStreams(l)
-	}
-	l.mu.Lock()
-	if l.stopped {
-		l.mu.Unlock()
-		return nil
-	}
-	served := make(chan struct{})
-	l.served = served
-	l.mu.Unlock()
-	defer close(served)
-	return l.loop.Serve(l.ln)
-}
+func (l *listener) serve() error { return l.dl.Serve() }
 
-// stop closes the port; netpoll's Shutdown also closes the connections
-// idle at that moment, so the server calls it last, after its drain.
-func (l *listener) stop(ctx context.Context) {
-	if l.sln != nil {
-		l.sln.Close()
-		return
-	}
-	l.mu.Lock()
-	l.stopped = true
-	served := l.served
-	l.mu.Unlock()
-	if served == nil { // never served: only the port to close
-		l.ln.Close()
-		return
-	}
-	for {
-		l.loop.Shutdown(ctx) // a no-op until Serve has handed netpoll its server
-		select {
-		case <-served:
-			return
-		case <-ctx.Done():
-			return
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
-}
+// stop closes the port.
+func (l *listener) stop(ctx context.Context) { l.dl.Stop(ctx) }
 
 // close unbinds a listener that never served.
-func (l *listener) close() {
-	if l.sln != nil {
-		l.sln.Close()
-		return
-	}
-	l.ln.Close()
-}
+func (l *listener) close() { l.dl.Close() }
 
 // upstream is the address a new client of this port is paired with. A
 // node port whose broker is not known yet waits (up to dial_timeout) for a
@@ -152,6 +95,13 @@ func (l *listener) dialFailed() {
 	if l.node != bootstrapNode {
 		l.s.rediscover()
 	}
+}
+
+// unknownNode refuses a client of a node port whose broker kproxy could
+// not learn in time.
+func (l *listener) unknownNode(log *zerolog.Logger, err error) {
+	l.s.m.Refused.WithLabelValues("unknown_node").Inc()
+	log.Warn().Err(err).Int32("node", l.node).Str("listen", l.addr).Msg("connection refused: its node is not a known broker; the client should refresh its metadata")
 }
 
 // shutdownAll stops every listener at once, each bounded by a second.

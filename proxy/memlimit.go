@@ -5,6 +5,8 @@ import (
 	"os"
 	"runtime/debug"
 	"time"
+
+	"github.com/kproxy/kproxy/proxy/loop"
 )
 
 // memoryHeadroom is what the soft memory limit allows above
@@ -16,10 +18,10 @@ import (
 const memoryHeadroom = 48 << 20
 
 // connMemory is what the limit adds per open connection: the input below
-// budgetFloor each side may hold uncharged, which is more than an idle
+// loop.BudgetFloor each side may hold uncharged, which is more than an idle
 // pair costs (12 KiB of RSS, BENCHMARKS.md), so 10,000 idle clients never
 // push the collector into working hard.
-const connMemory = 2 * budgetFloor
+const connMemory = 2 * loop.BudgetFloor
 
 // memoryLimitPeriod is how often the limit follows the connections open.
 const memoryLimitPeriod = time.Second
@@ -42,7 +44,7 @@ func (s *Server) LimitMemory() {
 		s.log.Info().Str("GOMEMLIMIT", v).Msg("soft memory limit left to GOMEMLIMIT")
 		return
 	}
-	limit := s.memoryLimit(s.slots.Load())
+	limit := s.memoryLimit(s.core.Slots())
 	debug.SetMemoryLimit(limit)
 	s.log.Info().Int64("memory_limit", limit).Int("max_buffered_bytes", s.cfg.MaxBufferedBytes).
 		Msg(fmt.Sprintf("soft memory limit: max_buffered_bytes + %d MiB + %d KiB per connection (GOMEMLIMIT overrides)",
@@ -57,11 +59,11 @@ func (s *Server) followMemoryLimit(limit int64) {
 	defer t.Stop()
 	for {
 		select {
-		case <-s.stop:
+		case <-s.core.Done():
 			return
 		case <-t.C:
 		}
-		if l := s.memoryLimit(s.slots.Load()); l != limit {
+		if l := s.memoryLimit(s.core.Slots()); l != limit {
 			limit = l
 			debug.SetMemoryLimit(limit)
 		}

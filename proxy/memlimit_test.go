@@ -36,7 +36,7 @@ func TestLimitMemoryFromTheBudget(t *testing.T) {
 		t.Fatalf("limit not logged: %s", env.logs)
 	}
 	dialRaw(t, env.addr)
-	waitFor(t, 10*time.Second, "the pair opened", func() bool { return testutil.ToFloat64(env.m.open) == 1 })
+	waitFor(t, 10*time.Second, "the pair opened", func() bool { return testutil.ToFloat64(env.m.Open) == 1 })
 	waitFor(t, 10*time.Second, "the limit to follow the connection", func() bool {
 		return debug.SetMemoryLimit(-1) == budget+memoryHeadroom+32<<10
 	})

@@ -13,10 +13,10 @@ func TestCloseCountersStartAtZeroOnBothSides(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := NewMetrics(reg)
 	for name, v := range map[string]*prometheus.CounterVec{
-		"kproxy_oversize_closes_total":        m.oversize,
-		"kproxy_unread_overflow_closes_total": m.overflow,
-		"kproxy_write_stall_closes_total":     m.writeStalls,
-		"kproxy_buffer_budget_closes_total":   m.overBudget,
+		"kproxy_oversize_closes_total":        m.Oversize,
+		"kproxy_unread_overflow_closes_total": m.Overflow,
+		"kproxy_write_stall_closes_total":     m.WriteStalls,
+		"kproxy_buffer_budget_closes_total":   m.OverBudget,
 	} {
 		if n, err := testutil.GatherAndCount(reg, name); err != nil || n != 2 {
 			t.Errorf("%s: %d series before any close (err %v), want 2 (client, upstream)", name, n, err)

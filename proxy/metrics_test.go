@@ -46,22 +46,22 @@ func TestCountersAddUpOverMixedBatches(t *testing.T) {
 		}
 		respBytes += len(f)
 	}
-	waitFor(t, 10*time.Second, "nothing in flight", func() bool { return testutil.ToFloat64(env.m.relay.InFlight) == 0 })
+	waitFor(t, 10*time.Second, "nothing in flight", func() bool { return testutil.ToFloat64(env.m.Relay.InFlight) == 0 })
 	for api, n := range want {
-		if got := testutil.ToFloat64(env.m.relay.Requests.WithLabelValues(api)); got != float64(n) {
+		if got := testutil.ToFloat64(env.m.Relay.Requests.WithLabelValues(api)); got != float64(n) {
 			t.Errorf("requests_total{api=%q} = %v, want %d", api, got, n)
 		}
-		if got := testutil.ToFloat64(env.m.relay.Responses.WithLabelValues(api)); got != float64(n) {
+		if got := testutil.ToFloat64(env.m.Relay.Responses.WithLabelValues(api)); got != float64(n) {
 			t.Errorf("responses_total{api=%q} = %v, want %d", api, got, n)
 		}
-		if got := histogramCount(t, env.m.relay.Latency.WithLabelValues(api)); got != uint64(n) {
+		if got := histogramCount(t, env.m.Relay.Latency.WithLabelValues(api)); got != uint64(n) {
 			t.Errorf("request_duration_seconds_count{api=%q} = %d, want %d", api, got, n)
 		}
 	}
-	if got := testutil.ToFloat64(env.m.relay.BytesIn); got != float64(len(batch)) {
+	if got := testutil.ToFloat64(env.m.Relay.BytesIn); got != float64(len(batch)) {
 		t.Errorf("bytes in = %v, want %d", got, len(batch))
 	}
-	if got := testutil.ToFloat64(env.m.relay.BytesOut); got != float64(respBytes) {
+	if got := testutil.ToFloat64(env.m.Relay.BytesOut); got != float64(respBytes) {
 		t.Errorf("bytes out = %v, want %d", got, respBytes)
 	}
 }

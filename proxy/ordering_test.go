@@ -98,7 +98,7 @@ func TestAcksZeroThenOtherRequests(t *testing.T) {
 	if got := corrOf(f); got != 42 {
 		t.Fatalf("first response has id %d, want the ApiVersions id 42", got)
 	}
-	waitFor(t, 10*time.Second, "in-flight gauge back to 0", func() bool { return testutil.ToFloat64(env.m.relay.InFlight) == 0 })
+	waitFor(t, 10*time.Second, "in-flight gauge back to 0", func() bool { return testutil.ToFloat64(env.m.Relay.InFlight) == 0 })
 	if env.requests("Produce") != 5 {
 		t.Fatalf("kproxy counted %v produce requests, want 5", env.requests("Produce"))
 	}
@@ -136,7 +136,7 @@ func TestBackpressureAtMaxInFlight(t *testing.T) {
 	// kproxy get there at their own pace.
 	waitFor(t, 10*time.Second, "four requests at the upstream", func() bool { return len(held) >= 4 })
 	waitFor(t, 10*time.Second, "the backpressure wait counted", func() bool {
-		return testutil.ToFloat64(env.m.relay.Backpressure) > 0
+		return testutil.ToFloat64(env.m.Relay.Backpressure) > 0
 	})
 	if n := len(held); n != 4 {
 		t.Fatalf("upstream saw %d requests while 4 were unanswered, want 4", n)

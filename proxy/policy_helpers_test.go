@@ -59,7 +59,7 @@ func (ps *policySet) count(t testing.TB, name, rule string) float64 {
 }
 
 // accepted is kproxy_connections_total: a client that reconnected raises it.
-func (e *testEnv) accepted() float64 { return testutil.ToFloat64(e.m.accepted) }
+func (e *testEnv) accepted() float64 { return testutil.ToFloat64(e.m.Accepted) }
 
 // decodeResponse parses a response frame the way a client does, without
 // kproxy's framing package: size, correlation id, the header's tagged

@@ -50,7 +50,7 @@ func TestPolicyOversizeProduceAnswered(t *testing.T) {
 	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "big", Value: []byte("after")}).FirstErr(); err != nil {
 		t.Fatalf("produce after the refusal: %v", err)
 	}
-	if n := testutil.ToFloat64(env.m.relay.OversizeAnswered); n != 1 {
+	if n := testutil.ToFloat64(env.m.Relay.OversizeAnswered); n != 1 {
 		t.Fatalf("oversize answered = %v, want 1", n)
 	}
 	if env.accepted() != accepted {

@@ -51,8 +51,8 @@ func TestUnreachableUpstreamResetsClient(t *testing.T) {
 	env := startProxy(t, addr)
 	expectReset(t, env.addr, 2*time.Second)
 	// The failure is counted after the reset is sent.
-	waitFor(t, 10*time.Second, "the dial failure counted", func() bool { return testutil.ToFloat64(env.m.dialFailures) >= 1 })
-	if n := testutil.ToFloat64(env.m.dialFailures); n != 1 {
+	waitFor(t, 10*time.Second, "the dial failure counted", func() bool { return testutil.ToFloat64(env.m.DialFailures) >= 1 })
+	if n := testutil.ToFloat64(env.m.DialFailures); n != 1 {
 		t.Fatalf("dial failures = %v, want 1", n)
 	}
 

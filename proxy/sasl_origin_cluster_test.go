@@ -43,7 +43,7 @@ func TestSaslOriginCluster(t *testing.T) {
 	// The discovery loop counts a discovery after the brokers it learnt
 	// are known, so readiness can come a moment before the count.
 	waitFor(t, 20*time.Second, "kproxy ready and a discovery counted ok, with no client yet", func() bool {
-		return env.srv.Ready(context.Background()) == nil && testutil.ToFloat64(env.m.discoveries.WithLabelValues("ok")) >= 1
+		return env.srv.Ready(context.Background()) == nil && testutil.ToFloat64(env.m.Discoveries.WithLabelValues("ok")) >= 1
 	})
 	if n := env.srv.Topology().Nodes(); n != 3 {
 		t.Fatalf("%d brokers known before any client, want 3 (the discovery authenticates)", n)

@@ -106,7 +106,7 @@ func TestSaslOriginationReauthenticates(t *testing.T) {
 	env := startOrigin(t, sasl.ScramSHA512, rightPassword, []kfake.Opt{kfake.SeedTopics(2, "reauth"),
 		kfake.BrokerConfigs(map[string]string{"connections.max.reauth.ms": "1500"})})
 	runUntilRenewed(t, env, "reauth", 6)
-	opened := testutil.ToFloat64(env.m.accepted)
+	opened := testutil.ToFloat64(env.m.Accepted)
 	// No connection was lost under the client: every close kproxy logged
 	// is the client's own (at its end).
 	for _, line := range strings.Split(env.logs.String(), "\n") {

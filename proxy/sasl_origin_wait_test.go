@@ -268,7 +268,7 @@ func testReauthAnswersStayOwn(t *testing.T, upTLS bool) {
 		t.Fatalf("%d frames for %d requests", got, sent)
 	}
 	waitFor(t, 10*time.Second, "kproxy_in_flight_requests back to 0", func() bool {
-		return testutil.ToFloat64(env.m.relay.InFlight) == 0
+		return testutil.ToFloat64(env.m.Relay.InFlight) == 0
 	})
 	if own := env.keys(17); own < 4 { // the initial one and three renewals
 		t.Fatalf("kfake saw %d SaslHandshake", own)
@@ -316,10 +316,8 @@ func testDrainDuringReauthWait(t *testing.T, upTLS bool) {
 			time.Sleep(300 * time.Millisecond)
 			return true
 		}
-		env.srv.mu.Lock()
-		defer env.srv.mu.Unlock()
-		for p := range env.srv.pairs {
-			if p.blocked.Load() > 0 {
+		for _, p := range env.pairs() {
+			if p.Waiting() {
 				return true
 			}
 		}
@@ -356,6 +354,6 @@ func testDrainDuringReauthWait(t *testing.T, upTLS bool) {
 		t.Fatalf("the drain left the originator failing: %v", err)
 	}
 	waitFor(t, 10*time.Second, "kproxy_in_flight_requests back to 0", func() bool {
-		return testutil.ToFloat64(env.m.relay.InFlight) == 0
+		return testutil.ToFloat64(env.m.Relay.InFlight) == 0
 	})
 }

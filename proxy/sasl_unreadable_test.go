@@ -103,7 +103,7 @@ func TestSaslGssapiUnreadableRequestCloses(t *testing.T) {
 		t.Fatalf("the broker took keys %v, want none", got)
 	}
 	waitFor(t, 5*time.Second, "the close to be counted", func() bool {
-		return testutil.ToFloat64(env.m.protocolErrs.WithLabelValues("sasl_unreadable_request")) == 1
+		return testutil.ToFloat64(env.m.ProtocolErrs.WithLabelValues("sasl_unreadable_request")) == 1
 	})
 	if want := "cannot read (API key 20 v" + strconv.Itoa(int(framing.MaxVersion(20)+1)) + ")"; !env.logs.contains(want) {
 		t.Errorf("no log line saying %q", want)

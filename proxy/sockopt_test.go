@@ -5,7 +5,6 @@ package proxy
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -23,6 +22,7 @@ import (
 
 	"github.com/kproxy/kproxy/correlate"
 	"github.com/kproxy/kproxy/framing"
+	"github.com/kproxy/kproxy/proxy/stream"
 )
 
 // sysctlInt reads a number from /proc/sys.
@@ -43,10 +43,8 @@ func sysctlInt(t *testing.T, name string) int {
 // pairs, client and upstream sides.
 func pairBuffers(t *testing.T, srv *Server) (snd, rcv []int) {
 	t.Helper()
-	srv.mu.Lock()
-	defer srv.mu.Unlock()
-	for p := range srv.pairs {
-		for _, c := range []interface{ Fd() int }{p.client.(interface{ Fd() int }), p.upstream.(interface{ Fd() int })} {
+	for _, p := range serverPairs(srv) {
+		for _, c := range []interface{ Fd() int }{p.Client().(interface{ Fd() int }), p.Upstream().(interface{ Fd() int })} {
 			s, err := syscall.GetsockoptInt(c.Fd(), syscall.SOL_SOCKET, syscall.SO_SNDBUF)
 			if err != nil {
 				t.Fatal(err)
@@ -222,7 +220,7 @@ func TestUnreadBoundHoldsWithSocketBuffers(t *testing.T) {
 		t.Fatalf("kproxy neither read nor closed for 30 s: %v", err)
 	}
 	waitFor(t, 5*time.Second, "overflow close counted", func() bool {
-		return testutil.ToFloat64(env.m.overflow.WithLabelValues("client")) == 1
+		return testutil.ToFloat64(env.m.Overflow.WithLabelValues("client")) == 1
 	})
 }
 
@@ -234,19 +232,14 @@ func TestSocketBuffersReachStreamSockets(t *testing.T) {
 	})
 	pingKfake(t, w.testEnv)
 	want := 2 * min(send, sysctlInt(t, "net.core.wmem_max"))
-	w.srv.mu.Lock()
-	defer w.srv.mu.Unlock()
-	if len(w.srv.streams) == 0 {
-		t.Fatal("no stream pairs open: TLS to the upstream did not take the stream driver")
-	}
-	for st := range w.srv.streams {
-		for side, c := range map[string]net.Conn{"client": st.client, "upstream": st.upstream} {
-			if tc, ok := c.(*tls.Conn); ok {
-				c = tc.NetConn()
-			}
-			if h, ok := c.(*heldConn); ok {
-				c = h.Conn
-			}
+	streams := 0
+	for _, sc := range w.srv.core.Conns() {
+		client, upstream, ok := stream.Sockets(sc)
+		if !ok {
+			continue
+		}
+		streams++
+		for side, c := range map[string]net.Conn{"client": client, "upstream": upstream} {
 			tcp, ok := c.(*net.TCPConn)
 			if !ok {
 				t.Fatalf("%s side is a %T, not a TCP connection", side, c)
@@ -267,6 +260,9 @@ func TestSocketBuffersReachStreamSockets(t *testing.T) {
 			}
 		}
 	}
+	if streams == 0 {
+		t.Fatal("no stream pairs open: TLS to the upstream did not take the stream driver")
+	}
 }
 
 // large_frame_send_buffer_bytes reaches the upstream socket of the pair
@@ -279,20 +275,18 @@ func TestLargeFrameSendBufferOnlyWhereLargeFramesWent(t *testing.T) {
 	pingKfake(t, env) // a client with small requests only
 	produceLarge(t, env)
 	want := 2 * min(large, sysctlInt(t, "net.core.wmem_max"))
-	env.srv.mu.Lock()
-	defer env.srv.mu.Unlock()
 	sized, pairs := 0, 0
-	for p := range env.srv.pairs {
+	for _, p := range env.pairs() {
 		pairs++
-		got, err := syscall.GetsockoptInt(p.upstream.(interface{ Fd() int }).Fd(), syscall.SOL_SOCKET, syscall.SO_SNDBUF)
+		got, err := syscall.GetsockoptInt(p.Upstream().(interface{ Fd() int }).Fd(), syscall.SOL_SOCKET, syscall.SO_SNDBUF)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got == want {
 			sized++
 		}
-		if (got == want) != p.upLarge.Load() {
-			t.Errorf("upstream SO_SNDBUF %d (large buffer %d) on a pair that relayed a large frame: %v", got, want, p.upLarge.Load())
+		if (got == want) != p.LargeSendBuffer() {
+			t.Errorf("upstream SO_SNDBUF %d (large buffer %d) on a pair that relayed a large frame: %v", got, want, p.LargeSendBuffer())
 		}
 	}
 	if sized != 1 || pairs < 2 {
@@ -309,11 +303,9 @@ func TestLargeFrameSendBufferKeepsALargerSetOne(t *testing.T) {
 	})
 	produceLarge(t, env)
 	want := 2 * min(set, sysctlInt(t, "net.core.wmem_max"))
-	env.srv.mu.Lock()
-	defer env.srv.mu.Unlock()
 	pairs := 0
-	for p := range env.srv.pairs {
-		got, err := syscall.GetsockoptInt(p.upstream.(interface{ Fd() int }).Fd(), syscall.SOL_SOCKET, syscall.SO_SNDBUF)
+	for _, p := range env.pairs() {
+		got, err := syscall.GetsockoptInt(p.Upstream().(interface{ Fd() int }).Fd(), syscall.SOL_SOCKET, syscall.SO_SNDBUF)
 		if err != nil {
 			t.Fatal(err)
 		}

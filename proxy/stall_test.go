@@ -65,7 +65,7 @@ func TestWriteTimeoutSparesASlowSteadyReader(t *testing.T) {
 	if took := time.Since(start); took < timeout {
 		t.Logf("the response took %v, not longer than write_timeout: the test proves little here", took)
 	}
-	if n := testutil.ToFloat64(env.m.writeStalls.WithLabelValues("client")); n != 0 {
+	if n := testutil.ToFloat64(env.m.WriteStalls.WithLabelValues("client")); n != 0 {
 		t.Fatalf("write stall closes = %v, want 0", n)
 	}
 	// The connection is still good.
@@ -85,20 +85,20 @@ func TestWriteTimeoutClosesAStalledReader(t *testing.T) {
 	if _, err := c.Write(apiVersionsV0(1)); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "the pair opened", func() bool { return testutil.ToFloat64(env.m.accepted) == 1 })
-	waitFor(t, 10*time.Second, "the pair closed", func() bool { return testutil.ToFloat64(env.m.open) == 0 })
+	waitFor(t, 10*time.Second, "the pair opened", func() bool { return testutil.ToFloat64(env.m.Accepted) == 1 })
+	waitFor(t, 10*time.Second, "the pair closed", func() bool { return testutil.ToFloat64(env.m.Open) == 0 })
 	// The gauge drops before the closing line is logged and the cause
 	// counted, both on the closing goroutine.
 	waitFor(t, 10*time.Second, "the close counted as a client write stall", func() bool {
-		return testutil.ToFloat64(env.m.writeStalls.WithLabelValues("client")) >= 1
+		return testutil.ToFloat64(env.m.WriteStalls.WithLabelValues("client")) >= 1
 	})
 	if !env.logs.contains(`"reason":"client write stalled"`) {
 		t.Fatalf("close not logged as a client write stall: %s", env.logs)
 	}
-	if n := testutil.ToFloat64(env.m.writeStalls.WithLabelValues("client")); n != 1 {
+	if n := testutil.ToFloat64(env.m.WriteStalls.WithLabelValues("client")); n != 1 {
 		t.Fatalf("write stall closes = %v, want 1", n)
 	}
-	if n := testutil.ToFloat64(env.m.relay.Responses.WithLabelValues("ApiVersions")); n != 0 {
+	if n := testutil.ToFloat64(env.m.Relay.Responses.WithLabelValues("ApiVersions")); n != 0 {
 		t.Fatalf("responses counted = %v, want 0: the response was never delivered", n)
 	}
 	if !env.logs.contains(`"responses":0`) {

@@ -170,4 +170,4 @@ func (w *tlsWorld) waitHandshakes(t testing.TB, side, result string, n float64) 
 }
 
 // opened is kproxy_connections_open.
-func (w *tlsWorld) opened() float64 { return testutil.ToFloat64(w.m.open) }
+func (w *tlsWorld) opened() float64 { return testutil.ToFloat64(w.m.Open) }

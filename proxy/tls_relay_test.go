@@ -47,7 +47,7 @@ func TestTLSRefusalsAnsweredInPlace(t *testing.T) {
 	if !errors.Is(err, kerr.MessageTooLarge) {
 		t.Fatalf("4 MiB produce: %v, want MESSAGE_TOO_LARGE", err)
 	}
-	if n := testutil.ToFloat64(w.m.relay.OversizeAnswered); n != 1 {
+	if n := testutil.ToFloat64(w.m.Relay.OversizeAnswered); n != 1 {
 		t.Fatalf("oversize answered = %v, want 1", n)
 	}
 	results := make(chan error, 40)
@@ -119,7 +119,7 @@ func TestTLSDrainFinishesInFlight(t *testing.T) {
 	if _, err := c.Write(apiVersionsV0(31)); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "the request in flight", func() bool { return testutil.ToFloat64(w.m.relay.InFlight) == 1 })
+	waitFor(t, 5*time.Second, "the request in flight", func() bool { return testutil.ToFloat64(w.m.Relay.InFlight) == 1 })
 	drained := make(chan error, 1)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

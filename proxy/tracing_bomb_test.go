@@ -11,6 +11,8 @@ import (
 	"github.com/klauspost/compress/zstd"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kproxy/kproxy/proxy/core"
+	"github.com/kproxy/kproxy/relay"
 	"github.com/kproxy/kproxy/tracing"
 )
 
@@ -48,7 +50,7 @@ func bombRequest(t testing.TB, batch []byte, n int, corr int32) []byte {
 		req.Topics[0].Partitions = append(req.Topics[0].Partitions, p)
 	}
 	frame := encodeRequest(req, corr)
-	if len(frame) > inlineMaxBytes {
+	if len(frame) > relay.InlineMaxBytes {
 		t.Fatalf("bomb frame of %d bytes is too large for the poller path", len(frame))
 	}
 	return frame
@@ -85,7 +87,7 @@ func TestTracingDecompressionBombOffThePoller(t *testing.T) {
 	if _, err := readFrame(c); err != nil {
 		t.Fatal(err)
 	}
-	onPollerBefore := batches(env, batchRequests, onPoller)
+	onPollerBefore := batches(env, core.BatchRequests, core.OnPoller)
 	if _, err := c.Write(bomb); err != nil {
 		t.Fatal(err)
 	}
@@ -98,8 +100,8 @@ func TestTracingDecompressionBombOffThePoller(t *testing.T) {
 	if !bytes.Equal(relayed, want) {
 		t.Errorf("the broker got %d bytes that differ from the %d the client sent", len(relayed), len(bomb))
 	}
-	if got := batches(env, batchRequests, onPoller) - onPollerBefore; got != 0 {
-		t.Errorf("the bomb's batch ran on the poller (%v batches; pool: %v)", got, batches(env, batchRequests, inPool))
+	if got := batches(env, core.BatchRequests, core.OnPoller) - onPollerBefore; got != 0 {
+		t.Errorf("the bomb's batch ran on the poller (%v batches; pool: %v)", got, batches(env, core.BatchRequests, core.InPool))
 	}
 
 	// Bombs keep coming on one connection while another client talks.
@@ -126,7 +128,7 @@ func TestTracingDecompressionBombOffThePoller(t *testing.T) {
 	}
 	// Requests that are not Produce still go on the poller with
 	// decompression on.
-	if batches(env, batchRequests, onPoller) == 0 {
+	if batches(env, core.BatchRequests, core.OnPoller) == 0 {
 		t.Error("no request batch ran on the poller: decompression took every request off it")
 	}
 

@@ -254,7 +254,7 @@ func TestTracingUpstreamDiesMidRequest(t *testing.T) {
 	c := dialRaw(t, env.addr)
 	c.Write(apiVersionsV0(3))
 	expectClosed(t, c, 10*time.Second)
-	waitFor(t, 10*time.Second, "pair closed", func() bool { return testutil.ToFloat64(env.m.open) == 0 })
+	waitFor(t, 10*time.Second, "pair closed", func() bool { return testutil.ToFloat64(env.m.Open) == 0 })
 	s := findSpan(t, flush(), "ApiVersions")
 	if s.Status.Code != codes.Error {
 		t.Fatalf("status %v, want error", s.Status)

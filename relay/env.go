@@ -33,6 +33,9 @@ type Env struct {
 	// out of the ApiVersions answers clients see.
 	Originating bool
 	Hidden      []int16
+	// Origination, when set, logs every new upstream connection in
+	// (see Originate).
+	Origination Origination
 	// MaxUnread is max_unread_bytes: a session waiting (full table, SASL
 	// answer) fails with ErrOverflow when the client's unread input
 	// passes it.
@@ -48,4 +51,19 @@ func (e *Env) readsTopics() bool { return e.Tracer.On() || !e.Policies.Load().Em
 // means the frame must not reach the client.
 type AddressRewriter interface {
 	Rewrite(frame []byte, key, version int16) ([]byte, error)
+}
+
+// Originate makes kproxy authenticate every upstream connection itself
+// with o: clients' own SASL is refused and o's hidden APIs are left out
+// of ApiVersions.
+func (e *Env) Originate(o Origination) {
+	e.Origination, e.Originating, e.Hidden = o, true, o.Hidden()
+}
+
+// RuleClosed counts a connection that rule closed (a refusal that could
+// not be answered in-band).
+func (e *Env) RuleClosed(rule string) {
+	if eng := e.Policies.Load(); eng != nil {
+		eng.Closed(rule)
+	}
 }

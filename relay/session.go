@@ -176,4 +176,20 @@ func withSpan(e *correlate.Entry, sp *tracing.Span) {
 
 // SetPrincipals gives the connection the identities its client proved
 // (an mTLS certificate's names), for rules that match a principal.
-func (s *Session) SetPrincipals(names []string) { s.conn.Principals = names }
+func (s *Session) SetPrincipals(names []string) {
+	s.conn.Principals = names
+	if len(names) > 0 {
+		s.peer.SetPrincipal(names[0])
+	}
+}
+
+// Start starts the session of a connection from the client at client to
+// the upstream at upstream, described to the tracer by those addresses
+// when tracing is on.
+func Start(env *Env, link Link, log zerolog.Logger, client, upstream string) *Session {
+	var peer *tracing.Peer
+	if env.Tracer.On() {
+		peer = tracing.NewPeer(client, upstream, env.Topics)
+	}
+	return New(env, link, log, peer)
+}

@@ -4,8 +4,10 @@
 // files (a mounted Secret), so the application holds none, and
 // re-authenticates it before the session the broker granted expires
 // (KIP-368). The mechanisms are franz-go's (pkg/sasl/plain, scram, oauth);
-// this package drives them over Kafka requests and never owns a socket:
-// the caller gives it a RoundTrip.
+// this package drives them over Kafka requests and never dials or owns a
+// socket: the caller gives it a RoundTrip (StreamRoundTrip, over a
+// connection the caller dialled, or the relay's own). A broker's refusal
+// comes back as an error wrapping an *AuthError, with the broker's code.
 //
 // A driver's use, in outline:
 //

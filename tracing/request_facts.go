@@ -90,11 +90,11 @@ func requestFacts(req kmsg.Request, ids *framing.TopicIDs) facts {
 // operationType is the messaging operation type of an API, where one fits.
 func operationType(key int16) string {
 	switch key {
-	case 0: // Produce
+	case framing.KeyProduce:
 		return "send"
-	case 1: // Fetch
+	case framing.KeyFetch:
 		return "receive"
-	case 8, 28: // OffsetCommit, TxnOffsetCommit
+	case framing.KeyOffsetCommit, framing.KeyTxnOffsetCommit:
 		return "settle"
 	}
 	return ""

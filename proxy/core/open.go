@@ -1,0 +1,152 @@
+package core
+
+import (
+	"context"
+	"net"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/kproxy/kproxy/relay"
+)
+
+// Port is what the core needs of the listener a client came in on: where
+// its upstream is, and what to do when that cannot be reached.
+type Port struct {
+	// Upstream is the address a new client of this port is paired with;
+	// it may wait (a node port whose broker is not known yet).
+	Upstream func(ctx context.Context) (string, error)
+	// DialFailed is told that the upstream could not be reached.
+	DialFailed func()
+	// Unknown counts and logs a client refused because Upstream failed.
+	Unknown func(log *zerolog.Logger, err error)
+}
+
+// Opening is one accepted client as its driver hands it to Open: the
+// transport steps of the opening sequence are the driver's, the sequence
+// and its cleanup the core's.
+type Opening struct {
+	// Client is the accepted connection; Port the listener's.
+	Client net.Conn
+	Port   *Port
+	// Handshake, when set, runs the client's TLS handshake once its slot
+	// is taken, and returns the identities it proved.
+	Handshake func() ([]string, error)
+	// Dial connects to the upstream at addr (a TLS handshake included
+	// where the upstream speaks it), bounded by ctx.
+	Dial func(ctx context.Context, addr string) (net.Conn, error)
+	// Reset closes a client kproxy will not serve with a TCP reset
+	// (clients retry a reset like a refused connection); Drop closes one
+	// whose handshake failed.
+	Reset, Drop func()
+	// Link makes the driver's connection for c over up: the session's
+	// Link and the core's Transport.
+	Link func(c *Conn, up net.Conn) (relay.Link, Transport)
+	// Setup runs once c is registered, before its opened line: the
+	// driver starts relaying. It cannot fail; a close it meets is a
+	// close.
+	Setup func(c *Conn)
+	// Opened adds the driver's fields to the opened line.
+	Opened func(*zerolog.Event) *zerolog.Event
+}
+
+// Open runs the opening sequence of one client, the same for both
+// drivers: a max_connections slot, the client's handshake, its upstream's
+// address, the dial, the login of SASL origination, the logger's fields,
+// the session with its principals and re-authentication, registration,
+// and the driver's setup. A step that fails gives back what the steps
+// before took, resets the client and returns nil.
+func (k *Core) Open(o Opening) *Conn {
+	client := o.Client.RemoteAddr().String()
+	log := k.Log.With().Str("client", client).Logger()
+	if why := k.Reserve(); why != "" {
+		o.Reset()
+		k.TurnAway(&log, why)
+		return nil
+	}
+	var names []string
+	if o.Handshake != nil {
+		var err error
+		if names, err = o.Handshake(); err != nil {
+			k.Unreserve()
+			o.Drop()
+			log.Warn().Err(err).Msg("connection closed")
+			return nil
+		}
+	}
+	addr, err := o.Port.Upstream(context.Background())
+	if err != nil {
+		k.refuse(o)
+		o.Port.Unknown(&log, err)
+		return nil
+	}
+	up, err := k.dial(o, addr)
+	if err != nil {
+		k.refuse(o)
+		k.M.DialFailures.Inc()
+		log.Error().Err(err).Str("upstream", addr).Msg("upstream dial failed; client connection reset")
+		o.Port.DialFailed()
+		return nil
+	}
+	var login relay.Login
+	orig := k.Env.Origination
+	if orig != nil {
+		if login, err = k.login(orig, up, addr); err != nil {
+			log.Error().Err(err).Str("upstream", addr).Str("mechanism", orig.Mechanism()).
+				Msg("upstream authentication failed; client connection reset")
+			up.Close()
+			k.refuse(o)
+			return nil
+		}
+	}
+	lc := log.With().Str("upstream", up.LocalAddr().String()+">"+addr)
+	if len(names) > 0 {
+		lc = lc.Str("principal", names[0])
+	}
+	if orig != nil {
+		lc = lc.Str("upstream_principal", login.Principal)
+	}
+	c := &Conn{core: k, Log: lc.Logger(), Opened: time.Now(), done: make(chan struct{})}
+	link, t := o.Link(c, up)
+	c.t = t
+	c.Sess = relay.Start(k.Env, link, c.Log, client, addr)
+	c.Sess.SetPrincipals(names)
+	if orig != nil {
+		c.Sess.Arm(login)
+	}
+	if why := k.register(c); why != "" {
+		o.Reset()
+		up.Close()
+		k.Unreserve()
+		k.TurnAway(&log, why)
+		return nil
+	}
+	o.Setup(c)
+	ev := c.Log.Info()
+	if o.Opened != nil {
+		ev = o.Opened(ev)
+	}
+	ev.Msg("connection opened")
+	return c
+}
+
+// refuse gives back the slot of a client not opened and resets it.
+func (k *Core) refuse(o Opening) {
+	k.Unreserve()
+	o.Reset()
+}
+
+// dial runs the driver's dial bounded by dial_timeout.
+func (k *Core) dial(o Opening, addr string) (net.Conn, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), k.Limits.DialTimeout)
+	defer cancel()
+	return o.Dial(ctx, addr)
+}
+
+// login runs the initial authentication of a new upstream connection,
+// bounded by dial_timeout + read_timeout.
+func (k *Core) login(orig relay.Origination, up net.Conn, addr string) (relay.Login, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), k.Limits.DialTimeout+k.Limits.ReadTimeout)
+	defer cancel()
+	return orig.Login(ctx, up, addr)
+}
