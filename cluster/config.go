@@ -30,6 +30,14 @@ type Config struct {
 	// AdvertisedHost is the host written into rewritten addresses, what
 	// clients dial; default: proxy.listen's host.
 	AdvertisedHost string `yaml:"advertised_host"`
+	// AllowedHosts bounds the broker hosts kproxy dials, and so sends
+	// its TLS client certificate and SASL credentials to, when a Metadata
+	// or FindCoordinator answer names them: an exact host
+	// ("b-1.kafka.internal", "10.0.0.7") or a suffix glob
+	// ("*.kafka.internal", any host ending ".kafka.internal"), compared
+	// without case. A client of a node port whose broker is elsewhere is
+	// refused. Empty, the default, allows every host the cluster names.
+	AllowedHosts []string `yaml:"allowed_hosts"`
 }
 
 // NodeIDRange is an inclusive range of broker node ids.
@@ -86,7 +94,37 @@ func (c Config) Validate(listen string) error {
 	} else if ip := net.ParseIP(c.Host(listen)); ip != nil && ip.IsUnspecified() || c.Host(listen) == "" {
 		return fielderr.New("advertised_host", "is required when proxy.listen binds every interface: it is the host clients dial")
 	}
+	for i, h := range c.AllowedHosts {
+		rest := strings.TrimPrefix(h, "*.")
+		if rest == "" || strings.ContainsAny(rest, "*?[]: /") {
+			return fielderr.New(fmt.Sprintf("allowed_hosts.%d", i), "must be a host (b-1.kafka.internal) or *. and a domain (*.kafka.internal)")
+		}
+	}
 	return nil
+}
+
+// HostAllowed reports whether kproxy may dial a broker at addr
+// (host:port), under allowed_hosts.
+func (c Config) HostAllowed(addr string) bool {
+	if len(c.AllowedHosts) == 0 {
+		return true
+	}
+	host := addr
+	if h, _, err := net.SplitHostPort(addr); err == nil {
+		host = h
+	}
+	host = strings.ToLower(strings.TrimSuffix(host, "."))
+	for _, p := range c.AllowedHosts {
+		p = strings.ToLower(p)
+		if suffix, ok := strings.CutPrefix(p, "*"); ok {
+			if strings.HasSuffix(host, suffix) && len(host) > len(suffix) {
+				return true
+			}
+		} else if host == p {
+			return true
+		}
+	}
+	return false
 }
 
 // lastPort is the port of node_ids.max.

@@ -32,3 +32,32 @@ func TestValidateHosts(t *testing.T) {
 		t.Errorf("Host of [::1]:9092 = %q, want ::1 (bare, as brokers advertise it)", h)
 	}
 }
+
+// allowed_hosts takes exact hosts and *. suffixes, without case, and
+// nothing else; empty allows every host.
+func TestAllowedHosts(t *testing.T) {
+	c := Config{AllowedHosts: []string{"*.Kafka.internal", "10.0.0.7"}}
+	for addr, want := range map[string]bool{
+		"b-1.kafka.internal:9092":  true,
+		"B-1.KAFKA.INTERNAL.:9092": true,
+		"kafka.internal:9092":      false, // the suffix needs a label before it
+		"evil-kafka.internal:9092": false,
+		"10.0.0.7:9092":            true,
+		"10.0.0.70:9092":           false,
+		"attacker.example:9092":    false,
+	} {
+		if got := c.HostAllowed(addr); got != want {
+			t.Errorf("HostAllowed(%s) = %v, want %v", addr, got, want)
+		}
+	}
+	if !(Config{}).HostAllowed("anything:1") {
+		t.Error("no allowed_hosts refused a host")
+	}
+	for _, bad := range []string{"", "*.", "kafka.*", "b-1:9092", "*.a*.b"} {
+		c := Defaults()
+		c.NodePortBase, c.AllowedHosts = 19100, []string{bad}
+		if err := c.Validate("127.0.0.1:9092"); err == nil {
+			t.Errorf("allowed_hosts [%q] validated", bad)
+		}
+	}
+}

@@ -54,3 +54,10 @@ func (f *Fronting) mapBroker(b Broker) (string, int32, bool) {
 	}
 	return f.host, int32(port), true
 }
+
+// Passes reports whether a request with key may be relayed: its answer
+// names no address kproxy does not front (see Passes).
+func (f *Fronting) Passes(key int16) bool { return Passes(key) }
+
+// Hidden are the keys left out of the ApiVersions answers clients see.
+func (f *Fronting) Hidden() []int16 { return Refused() }

@@ -82,6 +82,10 @@ func (e *Engine) Check(r *Request, body *framing.Body, now time.Time) Verdict {
 		switch {
 		case ru.Action == ActionLog:
 			ru.m.logged.Inc()
+		case Exempt(r.Key) && ru.Limits.rates():
+			// Only the ceiling acts on exempt APIs: the connection is
+			// closed, whatever the action.
+			return Verdict{Outcome: Close, Rule: ru.Name, Reason: reason}
 		case ru.Action == ActionReject && ru.Limits.rates() && r.Key == framing.KeyFetch:
 			// A Java consumer fails on POLICY_VIOLATION: over a rate,
 			// Fetch is throttled instead.

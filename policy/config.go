@@ -50,13 +50,15 @@ type Selector struct {
 	// cluster mode node ports count as proxy.listen, so a rule cannot be
 	// bypassed through one.
 	Listener string `yaml:"listener"`
-	// Principal is a glob over the identities of the connection's
-	// verified TLS client certificate (tls.listener with client_ca_file):
-	// its URI SANs, such as SPIFFE IDs, and its subject CN. It matches
-	// when any of them matches ("spiffe://cluster.local/ns/payments/*"),
-	// and never on a connection with no identity (plaintext, or no client
-	// certificate): a rule keyed on who the client is fails closed for a
-	// client that did not say.
+	// Principal is a glob over the identity of the connection's verified
+	// TLS client certificate (tls.listener with client_ca_file). A
+	// spiffe:// glob ("spiffe://cluster.local/ns/payments/*") matches the
+	// certificate's SPIFFE ID only: its one URI SAN, never the CN, and
+	// nothing of a certificate with more than one URI SAN. Any other glob
+	// matches what principal_source says. It never matches a connection
+	// with no identity (plaintext, or no client certificate): a rule
+	// keyed on who the client is fails closed for a client that did not
+	// say.
 	Principal string `yaml:"principal"`
 	// ExceptPrincipals turns principal around, for allow-lists by
 	// identity: the rule matches a connection none of whose identities
@@ -64,7 +66,20 @@ type Selector struct {
 	// (it is in no list), so "only payments may delete topics" refuses
 	// anonymous clients too.
 	ExceptPrincipals []string `yaml:"except_principals"`
+	// PrincipalSource says which names of the certificate the globs of
+	// principal and except_principals that are not spiffe:// match: uri
+	// (its URI SANs), cn (its subject CN) or any (both); empty, the
+	// default, is its URI SANs when it has any, else its CN, so a CN
+	// never stands in for a URI SAN the certificate has.
+	PrincipalSource string `yaml:"principal_source"`
 }
+
+// The values of match.principal_source.
+const (
+	SourceURI = "uri"
+	SourceCN  = "cn"
+	SourceAny = "any"
+)
 
 // Limits make a rule act only on requests over them.
 type Limits struct {
@@ -123,6 +138,11 @@ func (c Config) Validate() error {
 		}
 		if err := checkGlob(r.Match.ClientID); err != nil {
 			return fielderr.New(at+"match.client_id", "bad glob: "+err.Error())
+		}
+		switch r.Match.PrincipalSource {
+		case "", SourceURI, SourceCN, SourceAny:
+		default:
+			return fielderr.New(at+"match.principal_source", "must be uri, cn or any (empty: URI SANs when the certificate has them, else the CN)")
 		}
 		if err := checkGlob(r.Match.Principal); err != nil {
 			return fielderr.New(at+"match.principal", "bad glob: "+err.Error())

@@ -104,10 +104,17 @@ func TestRateRejectFetchIsThrottled(t *testing.T) {
 	}
 }
 
-// Heartbeats are never throttled or refused by a rate, however many come:
-// a late heartbeat costs the consumer its group membership.
+// heartbeats are the exempt APIs of every kind of group: classic,
+// KIP-848 consumer, share and streams.
+func heartbeats() []kmsg.Request {
+	return []kmsg.Request{versioned(kmsg.NewPtrHeartbeatRequest(), 4), versioned(kmsg.NewPtrConsumerGroupHeartbeatRequest(), 0),
+		versioned(kmsg.NewPtrShareGroupHeartbeatRequest(), 1), versioned(kmsg.NewPtrStreamsGroupHeartbeatRequest(), 0)}
+}
+
+// Heartbeats are never throttled or refused by a rate up to their
+// ceiling: a late heartbeat costs the consumer its group membership.
 func TestRateExemptHeartbeats(t *testing.T) {
-	beats := []kmsg.Request{versioned(kmsg.NewPtrHeartbeatRequest(), 4), versioned(kmsg.NewPtrConsumerGroupHeartbeatRequest(), 0)}
+	beats := heartbeats()
 	for _, action := range []string{ActionReject, ActionThrottle} {
 		for _, beat := range beats {
 			e, m := newEngine(t, perSecond("r", action, 1), Rule{Name: "b", Action: action, Limits: Limits{BytesPerSecond: 1}})
@@ -136,5 +143,51 @@ func TestRateHeartbeatsTakeNoTokens(t *testing.T) {
 	v := request(t, produce("orders"), "app-1").check(e, t0)
 	if v.Outcome != Pass {
 		t.Fatalf("produce after 3 heartbeats at 1/s: %+v, want Pass", v)
+	}
+}
+
+// Exempt APIs have a ceiling of exemptCeiling times the rule's request
+// rate: past it the connection is closed, whatever the action, so a
+// client cannot send its load as heartbeats (issue 27, item 10). Under a
+// 2/s rule 20 go at once, the 21st closes; a member beating every few
+// seconds never comes near it.
+func TestRateHeartbeatCeilingCloses(t *testing.T) {
+	for _, action := range []string{ActionReject, ActionThrottle} {
+		for _, beat := range heartbeats() {
+			name := kmsg.NameForKey(beat.Key())
+			e, m := newEngine(t, perSecond("r", action, 2))
+			c := request(t, beat, "app-1")
+			for i := 0; i < exemptCeiling*2; i++ {
+				if v := c.check(e, t0); v.Outcome != Pass {
+					t.Fatalf("%s %s beat %d of a burst within the ceiling: %+v", action, name, i, v)
+				}
+			}
+			v := c.check(e, t0)
+			if v.Outcome != Close || v.Rule != "r" {
+				t.Fatalf("%s %s beat past the ceiling: %+v, want Close by r", action, name, v)
+			}
+			if r := count(m.rejected, "r"); r != 0 {
+				t.Fatalf("a close counted %v rejections", r)
+			}
+			// A member beating every 3 s is never near it.
+			e, _ = newEngine(t, perSecond("r", action, 0.1))
+			c = request(t, beat, "app-1")
+			for i := 0; i < 100; i++ {
+				if v := c.check(e, t0.Add(time.Duration(i)*3*time.Second)); v.Outcome != Pass {
+					t.Fatalf("%s %s beat %d every 3s under 0.1/s: %+v", action, name, i, v)
+				}
+			}
+		}
+	}
+	// A log rule only counts.
+	e, m := newEngine(t, perSecond("r", ActionLog, 1))
+	c := request(t, heartbeats()[1], "app-1")
+	for i := 0; i < 50; i++ {
+		if v := c.check(e, t0); v.Outcome != Pass {
+			t.Fatalf("under a log rule beat %d: %+v", i, v)
+		}
+	}
+	if count(m.logged, "r") == 0 {
+		t.Fatal("beats past the ceiling of a log rule were not logged")
 	}
 }

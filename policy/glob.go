@@ -7,7 +7,7 @@ import (
 )
 
 // glob is a compiled client-id or topic pattern. Client ids and topics are
-// names, not paths, so one syntax holds for every pattern, the README's:
+// names, not paths, so one syntax holds for every pattern, docs/policies.md's:
 // '*' matches any run of characters ('/' included), '?' one character,
 // "[a-z_]" one character of the set and "[^a-z_]" one not in it (inside,
 // ']', '-' and '\' are escaped with '\'), and "\c" the character c itself.

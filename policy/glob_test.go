@@ -65,7 +65,7 @@ func TestGlobTable(t *testing.T) {
 	}
 }
 
-// The malformed patterns the README rules out, and only those, are
+// The malformed patterns docs/policies.md rules out, and only those, are
 // refused.
 func TestGlobCheck(t *testing.T) {
 	bad := []string{"[", "app-[", "[]", "[^]", "[a-", "[a-]", "[z-a]", "[-a]", "[]a]", `[\`, `[a\`, `\`, `app\`, "a[b", "[a-b-c]", "[^-a]"}

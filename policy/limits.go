@@ -6,6 +6,7 @@
 package policy
 
 import (
+	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -14,9 +15,48 @@ import (
 )
 
 // Exempt APIs are never delayed or refused by a rate: a late heartbeat
-// costs the consumer its group membership.
+// costs the consumer (classic, KIP-848, share or streams group) its group
+// membership. They are not unbounded: see exemptCeiling.
 func Exempt(key int16) bool {
-	return key == framing.KeyHeartbeat || key == framing.KeyConsumerGroupHeartbeat
+	switch key {
+	case framing.KeyHeartbeat, framing.KeyConsumerGroupHeartbeat,
+		framing.KeyShareGroupHeartbeat, framing.KeyStreamsGroupHeartbeat:
+		return true
+	}
+	return false
+}
+
+// exemptCeiling is how many times a rule's request rate the exempt APIs
+// may reach before the connection is closed: a group member heartbeats
+// every few seconds, and a few times faster while it joins; a client
+// that floods heartbeats is not one, and must not get past the rule by
+// sending its load as them. exemptBurst is the least burst allowed, so a
+// rule of a fraction of a request per second does not close a member
+// joining its group.
+const (
+	exemptCeiling = 10
+	exemptBurst   = 10
+)
+
+// exemptOver charges one exempt request to the rule's ceiling for them
+// and reports whether it is over (the connection is then closed). Only
+// rules with a request rate have a ceiling.
+func (ru *rule) exemptOver(r *Request, now time.Time) bool {
+	if ru.Limits.RequestsPerSecond <= 0 || ru.Limits.Key == "topic" {
+		return false
+	}
+	m := ru.meter(r, now)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.exempt == nil {
+		rate := exemptCeiling * ru.Limits.RequestsPerSecond
+		m.exempt = &bucket{rate: rate, burst: max(rate, exemptBurst), tokens: max(rate, exemptBurst), last: now.UnixNano()}
+	}
+	if m.exempt.peek(1, now) > 0 {
+		return true
+	}
+	m.exempt.take(1, now)
+	return false
 }
 
 // limit says whether the rule acts on the request (always, for a rule with
@@ -26,7 +66,11 @@ func (ru *rule) limit(r *Request, body *framing.Body, now time.Time) (act bool, 
 		return true, 0, "denied by rule " + ru.Name
 	}
 	if Exempt(r.Key) {
-		return false, 0, "" // heartbeats neither wait nor use up a rate
+		// Heartbeats neither wait nor use up a rate, up to the ceiling.
+		if ru.exemptOver(r, now) {
+			return true, 0, framing.Name(r.Key) + " over " + strconv.Itoa(exemptCeiling) + " times the request rate of rule " + ru.Name
+		}
+		return false, 0, ""
 	}
 	if l := ru.Limits; l.sizes() {
 		switch {

@@ -7,6 +7,7 @@ package policy
 
 import (
 	"github.com/kproxy/kproxy/framing"
+	"strings"
 )
 
 // selects reports whether a rule's selector matches the request.
@@ -38,34 +39,55 @@ func (ru *rule) selects(r *Request, body *framing.Body) bool {
 	return true
 }
 
-// matchPrincipal reports whether any identity of the connection matches
-// the rule's principal glob; a connection without one matches none.
+// matchPrincipal reports whether the connection's identity matches the
+// rule's principal glob; a connection without one matches none.
 func (ru *rule) matchPrincipal(c *ConnState) bool {
+	return c != nil && ru.principalMatches(c.Identity, ru.principal, ru.Match.Principal)
+}
+
+// exceptsPrincipal reports whether the connection's identity is in the
+// rule's except_principals; a connection without one is in no list.
+func (ru *rule) exceptsPrincipal(c *ConnState) bool {
 	if c == nil {
 		return false
 	}
-	for _, p := range c.Principals {
-		if ru.principal.match(p) {
+	for i, g := range ru.exceptPrin {
+		if ru.principalMatches(c.Identity, g, ru.Match.ExceptPrincipals[i]) {
 			return true
 		}
 	}
 	return false
 }
 
-// exceptsPrincipal reports whether an identity of the connection is in
-// the rule's except_principals; a connection without one is in no list.
-func (ru *rule) exceptsPrincipal(c *ConnState) bool {
-	if c == nil {
-		return false
+// principalMatches applies glob g (written as pattern) to id. A spiffe://
+// glob matches the certificate's SPIFFE ID only (Identity.SPIFFE: one URI
+// SAN, never the CN); any other glob matches the names principal_source
+// says: uri the URI SANs, cn the CN, any both, and by default the URI
+// SANs when there are any, else the CN.
+func (ru *rule) principalMatches(id Identity, g glob, pattern string) bool {
+	if strings.HasPrefix(pattern, spiffeScheme) {
+		s := id.SPIFFE()
+		return s != "" && g.match(s)
 	}
-	for _, p := range c.Principals {
-		for _, g := range ru.exceptPrin {
-			if g.match(p) {
+	uris, cn := true, true
+	switch ru.Match.PrincipalSource {
+	case SourceURI:
+		cn = false
+	case SourceCN:
+		uris = false
+	case SourceAny:
+	default:
+		cn = len(id.URIs) == 0
+		uris = !cn
+	}
+	if uris {
+		for _, u := range id.URIs {
+			if g.match(u) {
 				return true
 			}
 		}
 	}
-	return false
+	return cn && id.CN != "" && g.match(id.CN)
 }
 
 // byTopic reports whether the rule selects by topic (and so needs bodies).

@@ -6,6 +6,7 @@
 package policy
 
 import (
+	"strings"
 	"sync"
 	"time"
 
@@ -23,6 +24,10 @@ const (
 	Throttle
 	// Reject: answer with an error response carrying Code; never forward.
 	Reject
+	// Close: close the connection, unanswered: a client far past what a
+	// rule allows in a way no answer would slow (heartbeats over their
+	// ceiling).
+	Close
 )
 
 // Verdict is the decision for one request.
@@ -50,12 +55,43 @@ type Request struct {
 // ConnState holds one client connection's per-connection state: its
 // buckets, and who the client is.
 type ConnState struct {
-	// Principals are the identities of the connection's verified TLS
-	// client certificate (tlsconf.Identities), set once by the driver
-	// before the first request and read-only after; nil for none.
-	Principals []string
+	// Identity is what the connection's verified TLS client certificate
+	// proves, set once before the first request and read-only after;
+	// empty for none.
+	Identity Identity
 
 	mu      sync.Mutex
 	engine  *Engine // the rule set the buckets belong to
 	buckets map[*rule]*meter
 }
+
+// Identity is what a verified TLS client certificate proves of its
+// holder: its URI SANs, in certificate order (SPIFFE IDs such as
+// spiffe://cluster.local/ns/payments/sa/api), and its subject CN. The two
+// are kept apart: a CA that lets a requester choose the CN must not let
+// the CN pass for a SPIFFE ID.
+type Identity struct {
+	URIs []string
+	CN   string
+}
+
+// Name is the one name logged and put on spans: the first URI SAN, else
+// the CN; "" for none.
+func (id Identity) Name() string {
+	if len(id.URIs) > 0 {
+		return id.URIs[0]
+	}
+	return id.CN
+}
+
+// SPIFFE is the certificate's SPIFFE ID: its URI SAN when it has exactly
+// one and that is a spiffe:// URI (SPIFFE allows one URI SAN; a
+// certificate with more has none), else "".
+func (id Identity) SPIFFE() string {
+	if len(id.URIs) == 1 && strings.HasPrefix(id.URIs[0], spiffeScheme) {
+		return id.URIs[0]
+	}
+	return ""
+}
+
+const spiffeScheme = "spiffe://"

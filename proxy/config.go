@@ -54,7 +54,8 @@ type Config struct {
 	// by default). Fixed at 524288, kproxy relayed 1 MiB Produce frames
 	// 10-17% faster with about 10% less CPU per request, but one
 	// connection with 64 small requests in flight up to 10% slower with
-	// 13% more CPU (BENCHMARKS.md): set it where large frames dominate.
+	// 13% more CPU (docs/benchmarks/round-2.md, "1 MiB frames"): set it
+	// where large frames dominate.
 	// 1 MiB and more did no better than the kernel's sizing. The kernel
 	// doubles the value for its own bookkeeping and caps it at
 	// net.core.wmem_max, a host-wide setting a pod cannot raise (212992

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"time"
@@ -86,7 +87,21 @@ func (l *listener) upstream(ctx context.Context) (string, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, l.s.cfg.DialTimeout)
 	defer cancel()
-	return l.s.topo.Wait(ctx, l.node, l.s.rediscover)
+	addr, err := l.s.topo.Wait(ctx, l.node, l.s.rediscover)
+	if err == nil && !l.s.cluster.HostAllowed(addr) {
+		// Not dialled: kproxy's certificate and credentials go only to
+		// the hosts cluster.allowed_hosts names.
+		return "", hostNotAllowedError{addr}
+	}
+	return addr, err
+}
+
+// hostNotAllowedError is a node whose broker's host is not in
+// cluster.allowed_hosts.
+type hostNotAllowedError struct{ addr string }
+
+func (e hostNotAllowedError) Error() string {
+	return "broker " + e.addr + " is not in cluster.allowed_hosts: kproxy does not dial it"
 }
 
 // dialFailed is told that this port's upstream could not be reached: a
@@ -100,6 +115,12 @@ func (l *listener) dialFailed() {
 // unknownNode refuses a client of a node port whose broker kproxy could
 // not learn in time.
 func (l *listener) unknownNode(log *zerolog.Logger, err error) {
+	var host hostNotAllowedError
+	if errors.As(err, &host) {
+		l.s.m.Refused.WithLabelValues("host_not_allowed").Inc()
+		log.Warn().Err(err).Int32("node", l.node).Str("listen", l.addr).Msg("connection refused: its broker's host is not in cluster.allowed_hosts")
+		return
+	}
 	l.s.m.Refused.WithLabelValues("unknown_node").Inc()
 	log.Warn().Err(err).Int32("node", l.node).Str("listen", l.addr).Msg("connection refused: its node is not a known broker; the client should refresh its metadata")
 }

@@ -19,7 +19,7 @@ const memoryHeadroom = 48 << 20
 
 // connMemory is what the limit adds per open connection: the input below
 // loop.BudgetFloor each side may hold uncharged, which is more than an idle
-// pair costs (12 KiB of RSS, BENCHMARKS.md), so 10,000 idle clients never
+// pair costs (12 KiB of RSS, docs/benchmarks/round-1.md, "Memory"), so 10,000 idle clients never
 // push the collector into working hard.
 const connMemory = 2 * loop.BudgetFloor
 

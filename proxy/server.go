@@ -61,6 +61,8 @@ type Server struct {
 	// tls, when it speaks TLS on either side, has the listeners'
 	// connections relayed by the stream driver, accepted on Go's net.
 	tls *stream.TLS
+	// ready shares one readiness check between concurrent callers.
+	ready readiness
 }
 
 // New checks the sections it relies on and returns a Server that is not yet
@@ -173,8 +175,22 @@ func (s *Server) Serve() error {
 
 // Ready reports why the server should not get traffic, or nil: the
 // upstream (the cluster's bootstrap) must answer, and in cluster mode the
-// brokers must be known.
+// brokers must be known. One check runs at a time and every caller
+// waiting meanwhile shares its result, which is reused for readyCache: a
+// burst of probes (many replicas of a scraper, a hostile caller of
+// /readyz) costs the broker one connection, and one login, not one each.
 func (s *Server) Ready(ctx context.Context) error {
+	if s.main == nil {
+		return errors.New("not listening")
+	}
+	if s.core.Draining() {
+		return errors.New("draining")
+	}
+	return s.ready.check(ctx, s.checkReady)
+}
+
+// checkReady is one readiness check.
+func (s *Server) checkReady(ctx context.Context) error {
 	switch {
 	case s.main == nil:
 		return errors.New("not listening")

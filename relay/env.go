@@ -48,9 +48,23 @@ func (e *Env) readsTopics() bool { return e.Tracer.On() || !e.Policies.Load().Em
 
 // AddressRewriter gives the response frame a client may see: frame itself
 // when it names no broker, else a copy with kproxy's addresses. An error
-// means the frame must not reach the client.
+// means the frame must not reach the client. Passes says whether a
+// request of key may be relayed at all (its answer names no address, or
+// one Rewrite rewrites); Hidden are the refused keys, left out of
+// ApiVersions.
 type AddressRewriter interface {
 	Rewrite(frame []byte, key, version int16) ([]byte, error)
+	Passes(key int16) bool
+	Hidden() []int16
+}
+
+// hidden are the API keys left out of the ApiVersions answers clients
+// see: origination's and cluster mode's refusals.
+func (e *Env) hidden() []int16 {
+	if e.Addresses == nil {
+		return e.Hidden
+	}
+	return append(append([]int16(nil), e.Hidden...), e.Addresses.Hidden()...)
 }
 
 // Originate makes kproxy authenticate every upstream connection itself

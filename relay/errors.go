@@ -21,11 +21,14 @@ var (
 )
 
 // PolicyCloseError is a refusal that cannot be answered in-band (acks=0
-// produce, or an API version kproxy cannot build a response for): the
-// connection is closed, as a broker would.
+// produce, or an API version kproxy cannot build a response for), or a
+// rule's Close: the connection is closed, as a broker would.
 type PolicyCloseError struct{ Verdict policy.Verdict }
 
 func (e PolicyCloseError) Error() string {
+	if e.Verdict.Outcome == policy.Close {
+		return "closed by policy rule " + e.Verdict.Rule + " (" + e.Verdict.Reason + ")"
+	}
 	return "refused by policy rule " + e.Verdict.Rule + " (" + e.Verdict.Reason + ") and cannot be answered in-band"
 }
 

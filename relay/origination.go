@@ -35,6 +35,7 @@ type Login struct {
 // Arm gives the session what its upstream connection's login decided:
 // the principal for its spans, and its re-authentication.
 func (s *Session) Arm(l Login) {
+	s.upPrincipal = l.Principal
 	s.peer.SetUpstreamPrincipal(l.Principal)
 	s.SetReauth(l.ReauthAt, l.Reauth)
 }

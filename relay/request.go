@@ -66,9 +66,15 @@ func (s *Session) Request(frame []byte, up *Batch, mayWait bool) error {
 			}
 		}
 	}
-	if s.env.Originating && (h.APIKey == framing.KeySaslHandshake || h.APIKey == framing.KeySaslAuthenticate) {
+	if s.env.Originating {
+		if v, refused := s.originRefusal(h.APIKey, &body); refused {
+			withSpan(&e, span)
+			return s.refuse(&body, e, v, up, mayWait)
+		}
+	}
+	if s.env.Addresses != nil && !s.env.Addresses.Passes(h.APIKey) {
 		withSpan(&e, span)
-		return s.refuseSasl(&body, e, up, mayWait)
+		return s.refuse(&body, e, clusterRefusal, up, mayWait)
 	}
 	eng := s.env.Policies.Load()
 	if !mayWait && s.rules != nil {
@@ -104,6 +110,10 @@ func (s *Session) Request(frame []byte, up *Batch, mayWait bool) error {
 			span.Policy(v.Rule, "throttle", v.Reason)
 			e.Throttle = v.Delay
 			s.mutedUntil = e.Start.Add(v.Delay).UnixNano()
+		case policy.Close:
+			span.Policy(v.Rule, "close", v.Reason)
+			s.env.Tracer.Fail(span, "kproxy.policy_rejected")
+			return PolicyCloseError{v}
 		}
 	}
 	if noResponse { // acks=0: no response will come, so no entry
@@ -155,38 +165,6 @@ func (s *Session) queueResponse(resp kmsg.Response, e correlate.Entry, v policy.
 	s.log.Debug().Str("rule", v.Rule).Str("api", framing.Name(e.APIKey)).Int16("error_code", v.Code).Str("reason", v.Reason).Msg("request refused by policy")
 	s.in.apply(s) // count the request before its answer
 	return s.link.Answer(!mayWait)
-}
-
-// errIllegalSaslState is Kafka's ILLEGAL_SASL_STATE.
-const errIllegalSaslState int16 = 34
-
-// saslRefusal is why a client's own SASL is refused while kproxy
-// authenticates to the broker itself.
-const saslRefusal = "kproxy authenticates to the broker itself (sasl.upstream): connect without SASL"
-
-// refuseSasl answers a client's SaslHandshake or SaslAuthenticate while
-// kproxy originates SASL: the broker never sees it, so a client cannot
-// change the connection's principal.
-func (s *Session) refuseSasl(body *framing.Body, e correlate.Entry, up *Batch, mayWait bool) error {
-	v := policy.Verdict{Rule: "sasl.upstream", Code: errIllegalSaslState, Reason: saslRefusal}
-	req, err := body.Request()
-	if err != nil || req == nil {
-		s.env.Tracer.Fail(spanOf(e), "kproxy.policy_rejected")
-		return PolicyCloseError{v}
-	}
-	resp, ok := policy.ErrorResponse(req, v.Code)
-	if !ok {
-		s.env.Tracer.Fail(spanOf(e), "kproxy.policy_rejected")
-		return PolicyCloseError{v}
-	}
-	if a, isAuth := resp.(*kmsg.SASLAuthenticateResponse); isAuth {
-		msg := saslRefusal
-		a.ErrorMessage = &msg
-	}
-	if sp := spanOf(e); sp != nil {
-		sp.Policy(v.Rule, "reject", v.Reason)
-	}
-	return s.queueResponse(resp, e, v, up, mayWait)
 }
 
 // partial returns the produce request when a verdict refuses only some of

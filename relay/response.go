@@ -34,7 +34,9 @@ func (s *Session) Response(frame []byte, out *Batch) error {
 			frame = e.Amend(frame)
 		}
 		if e.APIKey == framing.KeyApiVersions {
-			frame = policy.ClampVersions(frame, e.APIVersion, s.env.Policies.Load().HidesUnknownAPIs(), s.env.Hidden)
+			// Cluster mode hides the keys it cannot read, as topic rules do.
+			hideUnknown := s.env.Policies.Load().HidesUnknownAPIs() || s.env.Addresses != nil
+			frame = policy.ClampVersions(frame, e.APIVersion, hideUnknown, s.env.hidden())
 		}
 		if s.env.Addresses != nil {
 			if frame, err = s.env.Addresses.Rewrite(frame, e.APIKey, e.APIVersion); err != nil {

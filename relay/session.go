@@ -63,6 +63,9 @@ type Session struct {
 	// (unix nanoseconds; 0: never), read by a driver's runner too.
 	reauth   Reauth
 	reauthAt atomic.Int64
+	// upPrincipal is the principal kproxy logged in as (Arm), "" when it
+	// does not originate SASL.
+	upPrincipal string
 
 	// Owned by the client writer: the responses of the batch being
 	// written, and the traced ones among them, whose spans end once the
@@ -174,12 +177,16 @@ func withSpan(e *correlate.Entry, sp *tracing.Span) {
 	}
 }
 
-// SetPrincipals gives the connection the identities its client proved
-// (an mTLS certificate's names), for rules that match a principal.
-func (s *Session) SetPrincipals(names []string) {
-	s.conn.Principals = names
-	if len(names) > 0 {
-		s.peer.SetPrincipal(names[0])
+// Identity is what a client's verified TLS certificate proves.
+type Identity = policy.Identity
+
+// SetIdentity gives the connection the identity its client proved (an
+// mTLS certificate's names), for rules that match a principal and for
+// its spans.
+func (s *Session) SetIdentity(id Identity) {
+	s.conn.Identity = id
+	if n := id.Name(); n != "" {
+		s.peer.SetPrincipal(n)
 	}
 }
 

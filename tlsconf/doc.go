@@ -14,8 +14,8 @@
 //	if err := m.HandshakeConn(tc, tlsconf.SideClient, cfg.TLS.Listener.Timeout()); err != nil {
 //		log.Warn().Err(err).Str("tls_result", tlsconf.ClassifyHandshakeError(err)).Msg("...") // one line, then close
 //	}
-//	connState.Principals = tlsconf.Identities(tc.ConnectionState()) // policy.ConnState
-//	principal := tlsconf.Principal(tc.ConnectionState())            // log and span attribute
+//	uris, cn := tlsconf.ClientIdentity(tc.ConnectionState()) // policy.Identity, kept apart
+//	principal := tlsconf.Principal(tc.ConnectionState())     // log and span attribute
 //	// dial:
 //	uc := tls.Client(raw, st.ClientConfig(upstreamHostPort))
 //	err = m.HandshakeConn(uc, tlsconf.SideUpstream, cfg.TLS.Upstream.Timeout())

@@ -39,3 +39,18 @@ func Principal(cs tls.ConnectionState) string {
 	}
 	return ""
 }
+
+// ClientIdentity is what a verified client certificate proves, its URI
+// SANs (certificate order) and its subject CN kept apart, for rules that
+// must not take one for the other. Empty when the connection has no
+// verified client certificate (see Identities).
+func ClientIdentity(cs tls.ConnectionState) (uris []string, cn string) {
+	if len(cs.VerifiedChains) == 0 || len(cs.VerifiedChains[0]) == 0 {
+		return nil, ""
+	}
+	leaf := cs.VerifiedChains[0][0]
+	for _, u := range leaf.URIs {
+		uris = append(uris, u.String())
+	}
+	return uris, leaf.Subject.CommonName
+}

@@ -32,7 +32,7 @@ func New(c Config, version string, reg prometheus.Registerer) (*Tracer, error) {
 		return nil, err
 	}
 	// Spans go out through the lean exporter, encoded from kproxy's
-	// records, not through an SDK span each: see BENCHMARKS.md, tracing.
+	// records, not through an SDK span each: see docs/benchmarks/round-2.md, "Tracing cost".
 	if t.lean, err = newLeanExporter(newClient(s), t.res, t.queue, t.m); err != nil {
 		return nil, fmt.Errorf("tracing exporter: %w", err)
 	}

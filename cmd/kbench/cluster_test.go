@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"hash/crc32"
 	"net"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -125,7 +126,7 @@ func TestClusterConfigIsValid(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := cluster.Config{NodePortBase: 39100, NodeIDs: cluster.NodeIDRange{Min: 5, Max: 5}}
-	if f.Cluster != want {
+	if !reflect.DeepEqual(f.Cluster, want) {
 		t.Fatalf("cluster section %+v, want %+v", f.Cluster, want)
 	}
 }

@@ -30,8 +30,8 @@ type Opening struct {
 	Client net.Conn
 	Port   *Port
 	// Handshake, when set, runs the client's TLS handshake once its slot
-	// is taken, and returns the identities it proved.
-	Handshake func() ([]string, error)
+	// is taken, and returns the identity it proved.
+	Handshake func() (relay.Identity, error)
 	// Dial connects to the upstream at addr (a TLS handshake included
 	// where the upstream speaks it), bounded by ctx.
 	Dial func(ctx context.Context, addr string) (net.Conn, error)
@@ -64,10 +64,10 @@ func (k *Core) Open(o Opening) *Conn {
 		k.TurnAway(&log, why)
 		return nil
 	}
-	var names []string
+	var id relay.Identity
 	if o.Handshake != nil {
 		var err error
-		if names, err = o.Handshake(); err != nil {
+		if id, err = o.Handshake(); err != nil {
 			k.Unreserve()
 			o.Drop()
 			log.Warn().Err(err).Msg("connection closed")
@@ -100,8 +100,8 @@ func (k *Core) Open(o Opening) *Conn {
 		}
 	}
 	lc := log.With().Str("upstream", up.LocalAddr().String()+">"+addr)
-	if len(names) > 0 {
-		lc = lc.Str("principal", names[0])
+	if n := id.Name(); n != "" {
+		lc = lc.Str("principal", n)
 	}
 	if orig != nil {
 		lc = lc.Str("upstream_principal", login.Principal)
@@ -110,7 +110,7 @@ func (k *Core) Open(o Opening) *Conn {
 	link, t := o.Link(c, up)
 	c.t = t
 	c.Sess = relay.Start(k.Env, link, c.Log, client, addr)
-	c.Sess.SetPrincipals(names)
+	c.Sess.SetIdentity(id)
 	if orig != nil {
 		c.Sess.Arm(login)
 	}

@@ -87,11 +87,11 @@ func (l *Listener) open(raw net.Conn) {
 	c := d.k.Open(core.Opening{
 		Client: raw,
 		Port:   l.port,
-		Handshake: func() ([]string, error) {
+		Handshake: func() (relay.Identity, error) {
 			d.k.Sockets.SetNet(raw)
-			tc, names, err := d.tls.accept(raw)
+			tc, id, err := d.tls.accept(raw)
 			client = tc
-			return names, err
+			return id, err
 		},
 		Reset: func() { resetConn(raw) },
 		Drop:  func() { raw.Close() },

@@ -5,6 +5,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/kproxy/kproxy/relay"
 	"github.com/kproxy/kproxy/tlsconf"
 )
 
@@ -39,16 +40,17 @@ func (t *TLS) UpstreamTLS() bool { return t != nil && t.store.Config().Upstream 
 
 // accept runs a client's handshake, bounded by the listener's handshake
 // timeout, and returns the connection to relay with the client's proven
-// identities. The error names the cause.
-func (t *TLS) accept(raw net.Conn) (net.Conn, []string, error) {
+// identity. The error names the cause.
+func (t *TLS) accept(raw net.Conn) (net.Conn, relay.Identity, error) {
 	if !t.ClientTLS() {
-		return raw, nil, nil
+		return raw, relay.Identity{}, nil
 	}
 	tc := tls.Server(&heldConn{Conn: raw}, t.listener)
 	if err := t.m.HandshakeConn(tc, tlsconf.SideClient, t.store.Config().Listener.Timeout()); err != nil {
-		return nil, nil, err
+		return nil, relay.Identity{}, err
 	}
-	return tc, tlsconf.Identities(tc.ConnectionState()), nil
+	uris, cn := tlsconf.ClientIdentity(tc.ConnectionState())
+	return tc, relay.Identity{URIs: uris, CN: cn}, nil
 }
 
 // Dial wraps c, connected to the upstream at addr, in TLS when the

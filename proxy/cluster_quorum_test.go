@@ -1,0 +1,72 @@
+package proxy
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// In cluster mode the KRaft quorum APIs, whose answers name controllers
+// and voters kproxy does not front, are refused in the broker's place and
+// left out of ApiVersions; before, DescribeQuorum v2 passed untouched and
+// its Nodes' listeners reached the application (issue 27, item 9).
+func TestClusterRefusesQuorumAPIs(t *testing.T) {
+	env := startCluster(t, 1, 0, nil)
+	c := dialRaw(t, env.addr)
+	c.SetDeadline(time.Now().Add(20 * time.Second))
+	keys := offered(t, c, 1)
+	if slices.Contains(keys, int16(kmsg.DescribeQuorum)) || slices.Contains(keys, int16(kmsg.Vote)) {
+		t.Fatalf("cluster mode offers the quorum APIs: %v", keys)
+	}
+	if !slices.Contains(keys, int16(kmsg.Metadata)) || !slices.Contains(keys, int16(kmsg.DescribeGroups)) {
+		t.Fatalf("cluster mode hid APIs that name no broker: %v", keys)
+	}
+	q := kmsg.NewPtrDescribeQuorumRequest()
+	q.Version = 2
+	qt := kmsg.NewDescribeQuorumRequestTopic()
+	qt.Topic = "__cluster_metadata"
+	qt.Partitions = append(qt.Partitions, kmsg.NewDescribeQuorumRequestTopicPartition())
+	q.Topics = append(q.Topics, qt)
+	resp := ask(t, c, q, 2).(*kmsg.DescribeQuorumResponse)
+	if resp.ErrorCode != kerr.ClusterAuthorizationFailed.Code {
+		t.Fatalf("DescribeQuorum answered error %d, want CLUSTER_AUTHORIZATION_FAILED from kproxy", resp.ErrorCode)
+	}
+	if len(resp.Nodes) != 0 {
+		t.Fatalf("DescribeQuorum's answer names nodes %v", resp.Nodes)
+	}
+	answered(t, c, 3) // the connection goes on
+}
+
+// cluster.allowed_hosts bounds where kproxy dials, and so where its
+// certificate and credentials go: a node port whose broker (as the
+// cluster names it) is elsewhere refuses its client before any dial; the
+// bootstrap, configured by the user, is served (issue 27: kproxy sent its
+// credentials to whatever host an answer named).
+func TestClusterAllowedHostsBoundDials(t *testing.T) {
+	kc, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(kc.Close)
+	env := startClusterProxy(t, kc.ListenAddrs()[0], 0, nil, func(s *Server) {
+		s.cluster.AllowedHosts = []string{"*.kafka.internal"}
+	})
+	env.kc = kc
+	boot := dialRaw(t, env.addr)
+	answered(t, boot, 1) // the bootstrap is dialled, and its answer learnt
+	waitFor(t, 10*time.Second, "node 0 learnt", func() bool { _, ok := env.srv.Topology().Addr(0); return ok })
+	c := dialRaw(t, env.nodeAddr(0))
+	c.Write(apiVersionsV0(2))
+	expectNothing(t, c, "a node port whose broker is not in allowed_hosts")
+	waitFor(t, 10*time.Second, "the refusal counted", func() bool {
+		return testutil.ToFloat64(env.m.Refused.WithLabelValues("host_not_allowed")) == 1
+	})
+	if !env.logs.contains("not in cluster.allowed_hosts") {
+		t.Fatalf("no log line names allowed_hosts:\n%s", env.logs)
+	}
+}
