@@ -1,12 +1,15 @@
 package cluster
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"io"
 	"net"
 	"testing"
+	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -49,5 +52,60 @@ func TestDiscoverClosedOnMetadata(t *testing.T) {
 				t.Fatalf("Discover: %v; want ErrNeedsAuth: %v", err, tc.needsAuth)
 			}
 		})
+	}
+}
+
+// A client waiting for a node kproxy does not know is refused as soon as
+// a discovery begun after it came has worked without naming the node,
+// not at the end of dial_timeout; a discovery already under way when it
+// came does not count, nor does one that failed. At most maxWaiting wait
+// (issue 27, item 8).
+func TestTopologyWaitEndsWithADiscovery(t *testing.T) {
+	topo := NewTopology(Config{NodePortBase: 9100, NodeIDs: NodeIDRange{Min: 0, Max: 9}}, zerolog.Nop())
+	topo.Discovering() // under way before the client comes
+	done := make(chan error, 1)
+	go func() {
+		_, err := topo.Wait(context.Background(), 5, func() {})
+		done <- err
+	}()
+	waitUntil(t, func() bool { topo.mu.Lock(); defer topo.mu.Unlock(); return topo.waiting == 1 })
+	topo.Learn([]Broker{{NodeID: 1, Host: "b1", Port: 9092, EndpointType: EndpointBroker}})
+	topo.Discovered(nil) // the one begun before: the client waits on
+	topo.Discovering()
+	topo.Discovered(errors.New("bootstrap down")) // failed: waits on
+	select {
+	case err := <-done:
+		t.Fatalf("Wait ended after discoveries that do not settle it: %v", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	topo.Discovering()
+	topo.Discovered(nil) // begun after, worked, no node 5
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrNoSuchNode) {
+			t.Fatalf("Wait = %v, want ErrNoSuchNode", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Wait went on after a discovery without its node")
+	}
+	// The cap.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for range maxWaiting {
+		go topo.Wait(ctx, 7, nil)
+	}
+	waitUntil(t, func() bool { topo.mu.Lock(); defer topo.mu.Unlock(); return topo.waiting == maxWaiting })
+	if _, err := topo.Wait(ctx, 7, nil); err == nil || errors.Is(err, ErrNoSuchNode) {
+		t.Fatalf("a client past maxWaiting: %v, want refused at once", err)
+	}
+}
+
+// waitUntil polls cond for up to 10s.
+func waitUntil(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("timed out")
+		}
 	}
 }

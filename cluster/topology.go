@@ -28,7 +28,23 @@ type Topology struct {
 	// lastErr is why the last discovery failed, nil once one worked.
 	lastErr    error
 	discovered bool
+	// started counts the discoveries begun, ended those that worked: a
+	// client waiting for a node gives up once a discovery begun after it
+	// came has worked without naming its node.
+	started, worked uint64
+	// waiting counts the clients waiting for a node (at most maxWaiting).
+	waiting int
 }
+
+// maxWaiting bounds the clients of node ports that wait at once for a
+// node kproxy does not know: each holds a socket and a goroutine, and a
+// client of a node that does not exist must not hold them for the whole
+// dial_timeout by the hundred.
+const maxWaiting = 64
+
+// ErrNoSuchNode is a node that a discovery begun after the client came
+// did not find: the client is refused at once.
+var ErrNoSuchNode = errors.New("a discovery through the bootstrap since the client came does not name it")
 
 // NewTopology returns an empty topology for cfg's node ids.
 func NewTopology(cfg Config, log zerolog.Logger) *Topology {
@@ -95,16 +111,42 @@ func (t *Topology) Nodes() int {
 }
 
 // Wait returns node's address once it is known, calling ask (which starts
-// a discovery) when it is not yet, or fails when ctx ends first.
+// a discovery) when it is not yet. It fails when ctx ends first, when a
+// discovery begun after the call has worked without naming node
+// (ErrNoSuchNode), or at once when maxWaiting clients wait already.
 func (t *Topology) Wait(ctx context.Context, node int32, ask func()) (string, error) {
+	t.mu.Lock()
+	a, ok := t.addrs[node]
+	if ok {
+		t.mu.Unlock()
+		return a, nil
+	}
+	if t.waiting >= maxWaiting {
+		t.mu.Unlock()
+		return "", fmt.Errorf("node %d is not known and %d clients wait for unknown nodes already", node, maxWaiting)
+	}
+	t.waiting++
+	arrived := t.started
+	t.mu.Unlock()
+	defer func() {
+		t.mu.Lock()
+		t.waiting--
+		t.mu.Unlock()
+	}()
 	asked := false
 	for {
 		t.mu.Lock()
 		a, ok := t.addrs[node]
 		ch := t.changed
+		// A discovery begun after the client came, and done: worked
+		// counts each one that did, in order.
+		settled := t.worked > arrived
 		t.mu.Unlock()
 		if ok {
 			return a, nil
+		}
+		if settled {
+			return "", fmt.Errorf("node %d (%d known): %w", node, t.Nodes(), ErrNoSuchNode)
 		}
 		if !asked && ask != nil {
 			ask()
@@ -118,6 +160,13 @@ func (t *Topology) Wait(ctx context.Context, node int32, ask func()) (string, er
 	}
 }
 
+// Discovering records that a discovery begins.
+func (t *Topology) Discovering() {
+	t.mu.Lock()
+	t.started++
+	t.mu.Unlock()
+}
+
 // Discovered records the outcome of a discovery: err nil means the
 // bootstrap answered with the brokers (already given to Learn).
 func (t *Topology) Discovered(err error) {
@@ -126,6 +175,12 @@ func (t *Topology) Discovered(err error) {
 	t.lastErr = err
 	if err == nil {
 		t.discovered = true
+		// Every discovery begun so far has ended (the loop runs one at
+		// a time): waiters that came before it learn it did not name
+		// their node.
+		t.worked = t.started
+		close(t.changed)
+		t.changed = make(chan struct{})
 	}
 }
 

@@ -39,8 +39,9 @@ func TestLoadFull(t *testing.T) {
 	want.Admin.Listen = "0.0.0.0:9191"
 	want.Admin.Pprof = true
 	want.SASL = sasl.Config{Upstream: &sasl.Upstream{Mechanism: "SCRAM-SHA-512", UsernameFile: "/etc/kproxy/sasl/username",
-		PasswordFile: "/etc/kproxy/sasl/password"}}
-	want.Cluster = cluster.Config{NodePortBase: 19100, NodeIDs: cluster.NodeIDRange{Min: 1, Max: 12}, AdvertisedHost: "kproxy.local"}
+		PasswordFile: "/etc/kproxy/sasl/password", MaxLoginsPerSecond: 5, MaxConcurrentLogins: 2}}
+	want.Cluster = cluster.Config{NodePortBase: 19100, NodeIDs: cluster.NodeIDRange{Min: 1, Max: 12}, AdvertisedHost: "kproxy.local",
+		AllowedHosts: []string{"*.kafka.internal"}}
 	want.Log.Level = "debug"
 	want.Log.Format = "console"
 	ratio := 0.25
@@ -55,7 +56,7 @@ func TestLoadFull(t *testing.T) {
 	}}
 	want.TLS = tlsconf.Config{ReloadInterval: 30 * time.Second,
 		Listener: &tlsconf.Listener{CertFile: "/etc/kproxy/tls/tls.crt", KeyFile: "/etc/kproxy/tls/tls.key",
-			ClientCAFile: "/etc/kproxy/tls/ca.crt", ClientAuth: "request", MinVersion: "1.3", HandshakeTimeout: 5 * time.Second},
+			ClientCAFile: "/etc/kproxy/tls/ca.crt", ClientAuth: "request", MinVersion: "1.3", HandshakeTimeout: 5 * time.Second, MaxHandshakes: 64},
 		Upstream: &tlsconf.Upstream{CAFile: "/etc/kproxy/broker-ca.crt", CertFile: "/etc/kproxy/client/tls.crt",
 			KeyFile: "/etc/kproxy/client/tls.key", ServerName: "kafka.internal", InsecureSkipVerify: true, HandshakeTimeout: 7 * time.Second}}
 	if !reflect.DeepEqual(got, want) {

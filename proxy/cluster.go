@@ -97,6 +97,7 @@ func (s *Server) discoverLoop() {
 		case <-s.kick:
 		default:
 		}
+		s.topo.Discovering()
 		err := s.discover()
 		s.topo.Discovered(err)
 		result := "ok"

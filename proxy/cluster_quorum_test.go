@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"net"
 	"slices"
 	"testing"
 	"time"
@@ -9,6 +10,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kproxy/kproxy/correlate"
+	"github.com/kproxy/kproxy/framing"
 )
 
 // In cluster mode the KRaft quorum APIs, whose answers name controllers
@@ -69,4 +73,45 @@ func TestClusterAllowedHostsBoundDials(t *testing.T) {
 	if !env.logs.contains("not in cluster.allowed_hosts") {
 		t.Fatalf("no log line names allowed_hosts:\n%s", env.logs)
 	}
+}
+
+// Clients of the port of a node that does not exist are refused as soon
+// as a discovery begun after they came has not found it, not after the
+// whole dial_timeout, and at most a few wait at once; a bootstrap client
+// meanwhile is served (issue 27, item 8: 100 such clients were each held
+// 5.0 s, and a bootstrap client was reset).
+func TestClusterUnknownNodeClientsRefusedFast(t *testing.T) {
+	env := startCluster(t, 1, 3, nil, func(c *Config, _ *framing.Config, _ *correlate.Config) {
+		c.DialTimeout = 20 * time.Second // what they waited before
+	})
+	boot := dialRaw(t, env.addr)
+	answered(t, boot, 1)
+	start := time.Now()
+	const clients = 100
+	done := make(chan time.Duration, clients)
+	for range clients {
+		go func() {
+			c, err := net.DialTimeout("tcp", env.nodeAddr(3), 5*time.Second)
+			if err != nil {
+				done <- 0
+				return
+			}
+			defer c.Close()
+			c.SetReadDeadline(time.Now().Add(30 * time.Second))
+			c.Read(make([]byte, 1)) // until kproxy refuses it
+			done <- time.Since(start)
+		}()
+	}
+	answered(t, boot, 2) // the bootstrap client is served meanwhile
+	var slowest time.Duration
+	for range clients {
+		slowest = max(slowest, <-done)
+	}
+	if slowest > 10*time.Second {
+		t.Fatalf("the last client of a node that does not exist was refused after %v (dial_timeout 20s)", slowest)
+	}
+	if got := env.refused("unknown_node"); got != clients {
+		t.Fatalf("%v refusals counted, want %d", got, clients)
+	}
+	answered(t, boot, 3)
 }

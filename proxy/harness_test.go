@@ -188,3 +188,8 @@ func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
 }
+
+// refused is kproxy_connections_refused_total{reason}.
+func (e *testEnv) refused(reason string) float64 {
+	return testutil.ToFloat64(e.m.Refused.WithLabelValues(reason))
+}

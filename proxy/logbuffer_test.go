@@ -10,3 +10,6 @@ import (
 type logBuffer struct{ syncbuf.Buffer }
 
 func (l *logBuffer) contains(s string) bool { return strings.Contains(l.String(), s) }
+
+// count is how many times s appears in the log.
+func (l *logBuffer) count(s string) int { return strings.Count(l.String(), s) }

@@ -15,7 +15,11 @@ func (s *Server) SetTLS(store *tlsconf.Store, m *tlsconf.Metrics) {
 	s.tls = stream.NewTLS(store, m)
 	s.streams = nil
 	if s.tls.On() {
-		s.streams = stream.New(s.core, s.tls)
+		maxHandshakes := 0
+		if l := store.Config().Listener; l != nil {
+			maxHandshakes = l.MaxHandshakes
+		}
+		s.streams = stream.New(s.core, s.tls, maxHandshakes)
 	}
 }
 

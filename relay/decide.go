@@ -62,12 +62,18 @@ func (s *Session) ResponsesInline(buf []byte) bool {
 }
 
 // Held reports how long the client's next request must still wait for a
-// throttle, 0 when it may go now: none is set, it is over, or the next
-// buffered request (peeked from r, never waited for) is a heartbeat,
-// which no throttle holds back. The clock is read only when a throttle
+// throttle, 0 when it may go now: none is set, it is over, a
+// re-authentication is due, or the next buffered request (peeked from r,
+// never waited for) is a heartbeat, which no throttle holds back. The clock is read only when a throttle
 // was set.
 func (s *Session) Held(r framing.Source) time.Duration {
 	if !s.MayMute() {
+		return 0
+	}
+	if s.reauth != nil && s.ReauthDue() {
+		// A throttle never mutes past the re-authentication point: the
+		// next request re-authenticates first, before the broker's
+		// session ends.
 		return 0
 	}
 	d := s.Muted(time.Now())
@@ -119,4 +125,29 @@ func scanFrames(b []byte, limit int, requests bool) (k, largest int, keys frameK
 		largest = max(largest, framing.SizeLen+int(size))
 	}
 	return k, largest, keys, len(b) == 0
+}
+
+// FirstHead is how much of a connection's first frame FirstRequest reads:
+// the size and the API key and version.
+const FirstHead = 8
+
+// minRequest is the shortest request frame body: API key, version,
+// correlation id and a client id's length.
+const minRequest = 10
+
+// FirstRequest checks the head of a connection's first frame before
+// kproxy logs in at the broker for it (sasl.upstream): a size within
+// max_request_bytes that holds a request header, and an API key. A port
+// scanner's probe, an HTTP health check or a TLS ClientHello fails it,
+// and costs no login; what fails it would be closed as oversize or
+// malformed anyway.
+func FirstRequest(head []byte, maxRequest int) error {
+	size, err := framing.CheckSize(head, maxRequest)
+	if err != nil {
+		return err
+	}
+	if size < minRequest || int16(binary.BigEndian.Uint16(head[4:])) < 0 {
+		return framing.ErrMalformed
+	}
+	return nil
 }

@@ -17,6 +17,10 @@ type Origination interface {
 	// to the broker at addr with nothing relayed on it yet, bounded by
 	// ctx. A failure has been counted; the caller logs it.
 	Login(ctx context.Context, up net.Conn, addr string) (Login, error)
+	// Admit says, before a new client's upstream is dialled, whether it
+	// may be logged in at all (an error refuses it at once: logins keep
+	// failing).
+	Admit() error
 	// Mechanism names the configured mechanism, for logs.
 	Mechanism() string
 	// Hidden are the API keys clients are not offered.

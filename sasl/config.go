@@ -1,6 +1,7 @@
 package sasl
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/kproxy/kproxy/internal/fielderr"
@@ -49,7 +50,24 @@ type Upstream struct {
 	// name; an opaque (non-JWT) token is sent as is, with no principal
 	// known.
 	TokenFile string `yaml:"token_file"`
+	// MaxLoginsPerSecond bounds the logins kproxy makes at the brokers,
+	// all upstream connections together (0: 20 a second). A flood of
+	// client connections waits for its turn rather than loading the
+	// broker or the identity provider; one that waits past dial_timeout
+	// + read_timeout is reset, like a client of an unreachable broker.
+	MaxLoginsPerSecond float64 `yaml:"max_logins_per_second"`
+	// MaxConcurrentLogins bounds the logins under way at once (0: 4).
+	MaxConcurrentLogins int `yaml:"max_concurrent_logins"`
 }
+
+// Login bounds used when max_logins_per_second and max_concurrent_logins
+// are 0.
+const (
+	defaultLoginsPerSecond   = 20
+	defaultConcurrentLogins  = 4
+	maxLoginsPerSecondBound  = 10000
+	maxConcurrentLoginsBound = 1024
+)
 
 // Defaults returns the section as used when kproxy.yaml leaves it out: no
 // origination.
@@ -61,6 +79,12 @@ func (c Config) Validate() error {
 	u := c.Upstream
 	if u == nil {
 		return nil
+	}
+	switch {
+	case u.MaxLoginsPerSecond < 0 || u.MaxLoginsPerSecond > maxLoginsPerSecondBound:
+		return fielderr.New("upstream.max_logins_per_second", fmt.Sprintf("must be 0 (the default, %d) or up to %d", defaultLoginsPerSecond, maxLoginsPerSecondBound))
+	case u.MaxConcurrentLogins < 0 || u.MaxConcurrentLogins > maxConcurrentLoginsBound:
+		return fielderr.New("upstream.max_concurrent_logins", fmt.Sprintf("must be 0 (the default, %d) or up to %d", defaultConcurrentLogins, maxConcurrentLoginsBound))
 	}
 	switch u.Mechanism {
 	case Plain, ScramSHA256, ScramSHA512:

@@ -8,6 +8,8 @@ type Metrics struct {
 	auths *prometheus.CounterVec
 	// byKind[reauth][ok] saves a label lookup per authentication.
 	byKind [2][2]prometheus.Counter
+	// refused counts clients refused without a login, by why.
+	refused *prometheus.CounterVec
 }
 
 // Authentication kinds and results, the label values of
@@ -17,6 +19,9 @@ const (
 	KindReauth  = "reauth"
 	ResultOK    = "ok"
 	ResultError = "error"
+	// Reasons of kproxy_sasl_logins_refused_total.
+	RefusedBackoff = "backoff"
+	RefusedLimit   = "limit"
 )
 
 // NewMetrics registers the collectors with reg. Every series exists from
@@ -25,7 +30,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{auths: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kproxy_sasl_authentications_total",
 		Help: "SASL authentications kproxy ran to brokers (sasl.upstream), by kind (initial: a new connection; reauth: KIP-368 re-authentication of a live one) and result (ok, error)."},
 		[]string{"kind", "result"})}
-	reg.MustRegister(m.auths)
+	m.refused = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kproxy_sasl_logins_refused_total",
+		Help: "Client connections reset without a login at the brokers (sasl.upstream), by reason (backoff: logins kept failing; limit: max_logins_per_second or max_concurrent_logins kept it waiting past its deadline)."},
+		[]string{"reason"})
+	reg.MustRegister(m.auths, m.refused)
+	for _, r := range []string{RefusedBackoff, RefusedLimit} {
+		m.refused.WithLabelValues(r)
+	}
 	for i, kind := range []string{KindInitial, KindReauth} {
 		for j, result := range []string{ResultError, ResultOK} {
 			m.byKind[i][j] = m.auths.WithLabelValues(kind, result)
@@ -46,4 +57,10 @@ func (m *Metrics) count(reauth, ok bool) {
 		j = 1
 	}
 	m.byKind[i][j].Inc()
+}
+
+func (m *Metrics) refuse(reason string) {
+	if m != nil {
+		m.refused.WithLabelValues(reason).Inc()
+	}
 }

@@ -27,15 +27,29 @@ type origination struct {
 func (g origination) Mechanism() string { return g.o.Mechanism() }
 func (g origination) Hidden() []int16   { return HiddenAPIs() }
 
+// Admit refuses a new client at once while logins keep failing
+// (ErrBackoff), before its upstream is dialled.
+func (g origination) Admit() error { return g.o.gate.admit() }
+
 // Login authenticates up, bounded by ctx's deadline (also set on up for
-// the exchange, and cleared after it), and arms the re-authentication
+// the exchange, and cleared after it), once the gate lets it (the login
+// rate and concurrency of the process), and arms the re-authentication
 // that KIP-368 asks for before the broker's session ends.
 func (g origination) Login(ctx context.Context, up net.Conn, addr string) (relay.Login, error) {
+	if err := g.o.gate.admit(); err != nil {
+		return relay.Login{}, err
+	}
+	leave, err := g.o.gate.enter(ctx)
+	if err != nil {
+		return relay.Login{}, err
+	}
+	defer leave()
 	dl, _ := ctx.Deadline()
 	up.SetDeadline(dl)
 	host := hostOf(addr)
 	res, err := g.o.Authenticate(ctx, StreamRoundTrip(up, g.maxResponse), host, nil)
 	up.SetDeadline(time.Time{})
+	g.o.gate.done(err)
 	if err != nil {
 		return relay.Login{Principal: res.Principal}, err
 	}

@@ -23,6 +23,8 @@ type Originator struct {
 	u   Upstream
 	m   *Metrics
 	log zerolog.Logger
+	// gate bounds the initial logins of upstream connections.
+	gate *loginGate
 	// failing is why the last authentication failed, or nil since one
 	// worked (or none ran).
 	failing atomic.Pointer[failure]
@@ -56,7 +58,7 @@ func New(c Config, m *Metrics, log zerolog.Logger) (*Originator, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	return &Originator{u: *c.Upstream, m: m, log: log}, nil
+	return &Originator{u: *c.Upstream, m: m, log: log, gate: newLoginGate(*c.Upstream, m, log)}, nil
 }
 
 // On reports whether kproxy originates SASL.

@@ -40,10 +40,19 @@ type Listener struct {
 	// MinVersion is the lowest TLS version accepted, "1.2" (default) or
 	// "1.3".
 	MinVersion string `yaml:"min_version"`
-	// HandshakeTimeout bounds a client's handshake (default 10s): a
+	// HandshakeTimeout bounds a client's handshake (default 5s): a
 	// client that connects and sends nothing, or stops halfway, is
 	// closed then and counted as result="timeout".
 	HandshakeTimeout time.Duration `yaml:"handshake_timeout"`
+	// MaxHandshakes bounds the client handshakes in progress at once,
+	// apart from proxy.max_connections (0: 256). Past it the handshake
+	// that has made no progress the longest is dropped for the newcomer,
+	// so idle or half-sent handshakes never lock real clients out. Each
+	// handshake in progress reserves 272 KiB of proxy.max_buffered_bytes
+	// (the largest handshake message crypto/tls buffers, and a record),
+	// and the costly part of a handshake runs on fewer slots than there
+	// are CPUs, leaving one to the relays.
+	MaxHandshakes int `yaml:"max_handshakes"`
 }
 
 // Upstream is `tls.upstream`: kproxy originates TLS to the broker.
@@ -76,8 +85,14 @@ const (
 	ClientAuthRequire = "require"
 )
 
-// DefaultHandshakeTimeout is the handshake bound when none is set.
-const DefaultHandshakeTimeout = 10 * time.Second
+// DefaultHandshakeTimeout is the upstream handshake bound when none is
+// set; DefaultListenerHandshakeTimeout the clients', shorter: a client
+// handshake in progress holds kproxy's memory and a handshake slot, and
+// a client's first flight takes milliseconds.
+const (
+	DefaultHandshakeTimeout         = 10 * time.Second
+	DefaultListenerHandshakeTimeout = 5 * time.Second
+)
 
 // Defaults returns the section as used when kproxy.yaml leaves it out.
 func Defaults() Config { return Config{ReloadInterval: 10 * time.Second} }
@@ -111,7 +126,10 @@ func (c Config) Validate() error {
 			return fielderr.New("listener.min_version", `must be "1.2" or "1.3"`)
 		}
 		if l.HandshakeTimeout < 0 {
-			return fielderr.New("listener.handshake_timeout", "must not be negative (0: the default, 10s)")
+			return fielderr.New("listener.handshake_timeout", "must not be negative (0: the default, 5s)")
+		}
+		if l.MaxHandshakes < 0 || l.MaxHandshakes > 100000 {
+			return fielderr.New("listener.max_handshakes", "must be 0 (the default, 256) or between 1 and 100000")
 		}
 	}
 	if u := c.Upstream; u != nil {
@@ -139,7 +157,12 @@ func (l *Listener) Mode() string {
 }
 
 // Timeout is the handshake bound in force.
-func (l *Listener) Timeout() time.Duration { return orDefault(l.HandshakeTimeout) }
+func (l *Listener) Timeout() time.Duration {
+	if l.HandshakeTimeout == 0 {
+		return DefaultListenerHandshakeTimeout
+	}
+	return l.HandshakeTimeout
+}
 
 // Timeout is the handshake bound in force.
 func (u *Upstream) Timeout() time.Duration { return orDefault(u.HandshakeTimeout) }

@@ -59,8 +59,10 @@ func TestValidate(t *testing.T) {
 
 func TestDefaultsInForce(t *testing.T) {
 	l := &Listener{}
-	if l.Mode() != ClientAuthNone || l.Timeout() != 10*time.Second {
-		t.Fatalf("no client CA: mode %q timeout %v, want none and 10s", l.Mode(), l.Timeout())
+	// A client's handshake gets 5s by default (issue 27: half-open
+	// handshakes held their slot for the whole bound); the broker's 10s.
+	if l.Mode() != ClientAuthNone || l.Timeout() != 5*time.Second || (&Upstream{}).Timeout() != 10*time.Second {
+		t.Fatalf("no client CA: mode %q timeout %v, want none and 5s (upstream 10s)", l.Mode(), l.Timeout())
 	}
 	l.ClientCAFile = "ca"
 	if l.Mode() != ClientAuthRequire {

@@ -52,6 +52,8 @@ type Core struct {
 
 	stop     chan struct{} // closed by Shutdown
 	stopOnce sync.Once
+	// refusals rate-limits the log lines of refused connections.
+	refusals refusalLog
 }
 
 // New returns the core for limits, with an empty registry.
@@ -149,11 +151,9 @@ func (k *Core) Len() int {
 	return len(k.conns)
 }
 
-// TurnAway counts and logs a client refused for why.
-func (k *Core) TurnAway(log *zerolog.Logger, why string) {
-	k.M.Refused.WithLabelValues(why).Inc()
-	log.Warn().Str("reason", why).Msg("connection refused")
-}
+// TurnAway counts and logs a client refused for why; the log lines of a
+// flood are rate-limited (refusalLog), the count stays exact.
+func (k *Core) TurnAway(log *zerolog.Logger, why string) { k.refusals.log(log, why, nil, k.M) }
 
 // ErrAlreadyDraining: Drain was called before.
 var ErrAlreadyDraining = errors.New("already draining")

@@ -32,6 +32,13 @@ type Opening struct {
 	// Handshake, when set, runs the client's TLS handshake once its slot
 	// is taken, and returns the identity it proved.
 	Handshake func() (relay.Identity, error)
+	// First waits, bounded by read_timeout, for the first relay.FirstHead
+	// bytes of the client's first frame and returns them, left unread
+	// for the relay. Open calls it only when kproxy logs in at the broker
+	// for every connection (SASL origination): a login costs the broker
+	// and the identity provider, so it is made for a client that has
+	// sent a request, not for a probe or a silent socket.
+	First func() ([]byte, error)
 	// Dial connects to the upstream at addr (a TLS handshake included
 	// where the upstream speaks it), bounded by ctx.
 	Dial func(ctx context.Context, addr string) (net.Conn, error)
@@ -51,26 +58,48 @@ type Opening struct {
 }
 
 // Open runs the opening sequence of one client, the same for both
-// drivers: a max_connections slot, the client's handshake, its upstream's
-// address, the dial, the login of SASL origination, the logger's fields,
+// drivers: the client's handshake, a max_connections slot, under SASL
+// origination the head of its first request, its upstream's address, the dial, the login of SASL origination, the logger's fields,
 // the session with its principals and re-authentication, registration,
 // and the driver's setup. A step that fails gives back what the steps
 // before took, resets the client and returns nil.
 func (k *Core) Open(o Opening) *Conn {
 	client := o.Client.RemoteAddr().String()
 	log := k.Log.With().Str("client", client).Logger()
+	var id relay.Identity
+	if o.Handshake != nil {
+		// Before the slot: a handshake has its own bound
+		// (tls.listener.max_handshakes), so idle or half-sent ones never
+		// hold max_connections against clients that finish theirs.
+		if k.draining.Load() {
+			o.Reset()
+			k.TurnAway(&log, "draining")
+			return nil
+		}
+		var err error
+		if id, err = o.Handshake(); err != nil {
+			o.Drop()
+			// Counted by result in the handshake metrics; a flood of
+			// failed handshakes is logged once a second.
+			k.refusals.line(&log, "tls_handshake", err, "connection closed")
+			return nil
+		}
+	}
 	if why := k.Reserve(); why != "" {
 		o.Reset()
 		k.TurnAway(&log, why)
 		return nil
 	}
-	var id relay.Identity
-	if o.Handshake != nil {
-		var err error
-		if id, err = o.Handshake(); err != nil {
-			k.Unreserve()
-			o.Drop()
-			log.Warn().Err(err).Msg("connection closed")
+	orig := k.Env.Origination
+	if orig != nil {
+		if why, err := k.first(o); err != nil {
+			k.refuse(o)
+			k.refusals.log(&log, why, err, k.M)
+			return nil
+		}
+		if err := orig.Admit(); err != nil {
+			k.refuse(o)
+			k.M.Refused.WithLabelValues("login_backoff").Inc() // Admit logs once per backoff window
 			return nil
 		}
 	}
@@ -89,7 +118,6 @@ func (k *Core) Open(o Opening) *Conn {
 		return nil
 	}
 	var login relay.Login
-	orig := k.Env.Origination
 	if orig != nil {
 		if login, err = k.login(orig, up, addr); err != nil {
 			log.Error().Err(err).Str("upstream", addr).Str("mechanism", orig.Mechanism()).
@@ -122,6 +150,7 @@ func (k *Core) Open(o Opening) *Conn {
 		return nil
 	}
 	o.Setup(c)
+	c.armReauth()
 	ev := c.Log.Info()
 	if o.Opened != nil {
 		ev = o.Opened(ev)
@@ -149,4 +178,17 @@ func (k *Core) login(orig relay.Origination, up net.Conn, addr string) (relay.Lo
 	ctx, cancel := context.WithTimeout(context.Background(), k.Limits.DialTimeout+k.Limits.ReadTimeout)
 	defer cancel()
 	return orig.Login(ctx, up, addr)
+}
+
+// first waits for the head of the client's first frame and checks it is
+// a Kafka request; it says why not, as counted.
+func (k *Core) first(o Opening) (string, error) {
+	head, err := o.First()
+	if err != nil {
+		return "no_request", err
+	}
+	if err := relay.FirstRequest(head, k.Env.Framing.MaxRequestBytes); err != nil {
+		return "not_kafka", err
+	}
+	return "", nil
 }

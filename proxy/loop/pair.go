@@ -97,6 +97,10 @@ func (l *Listener) onConnect(ctx context.Context, client netpoll.Connection) con
 		Port:   l.port,
 		Reset:  func() { refuse(client) },
 		Drop:   func() { refuse(client) },
+		First: func() ([]byte, error) {
+			client.SetReadTimeout(d.k.Limits.ReadTimeout)
+			return client.Reader().Peek(relay.FirstHead)
+		},
 		Dial: func(_ context.Context, addr string) (net.Conn, error) {
 			up, err := netpoll.DialConnection("tcp", addr, d.k.Limits.DialTimeout)
 			if err != nil {
@@ -205,4 +209,18 @@ func (p *pair) abandonPanic(c netpoll.Connection, out *rawConn) {
 	out.iov.Reset()
 	dropInput(c.Reader())
 	go p.c.Close(core.ReasonPanic, core.ErrPanicked)
+}
+
+// ReauthIdle re-authenticates the upstream connection now if it is due
+// and no relay holds the request side (core.Reauther): a relay that does
+// re-authenticates at its next request.
+func (p *pair) ReauthIdle() error {
+	if !p.upMu.TryLock() {
+		return nil
+	}
+	defer p.upMu.Unlock()
+	if p.c.Stopping() || p.failing.Load() {
+		return nil
+	}
+	return p.sess.Reauthenticate(&p.upBatch)
 }

@@ -19,8 +19,14 @@ type Driver struct {
 	tls *TLS
 }
 
-// New returns the stream driver of k, speaking tls.
-func New(k *core.Core, tls *TLS) *Driver { return &Driver{k: k, tls: tls} }
+// New returns the stream driver of k, speaking tls, with at most
+// maxHandshakes client handshakes in progress (0: DefaultMaxHandshakes).
+func New(k *core.Core, tls *TLS, maxHandshakes int) *Driver {
+	if tls != nil {
+		tls.hs = newHandshakes(maxHandshakes, &k.Budget)
+	}
+	return &Driver{k: k, tls: tls}
+}
 
 // Listener is one port of the stream driver.
 type Listener struct {
@@ -84,6 +90,7 @@ func (l *Listener) open(raw net.Conn) {
 	d := l.d
 	client := raw
 	var st *stream
+	var cr *streamReader // made early when the first request is awaited
 	c := d.k.Open(core.Opening{
 		Client: raw,
 		Port:   l.port,
@@ -93,11 +100,17 @@ func (l *Listener) open(raw net.Conn) {
 			client = tc
 			return id, err
 		},
+		First: func() ([]byte, error) {
+			cr = newStreamReader(client, d.k.Limits.ReadTimeout, func(delta int) bool {
+				return st != nil && st.charge(core.FromClient, delta) // no growth before the stream exists
+			})
+			return cr.Peek(relay.FirstHead)
+		},
 		Reset: func() { resetConn(raw) },
 		Drop:  func() { raw.Close() },
 		Dial:  d.dial,
 		Link: func(c *core.Conn, up net.Conn) (relay.Link, core.Transport) {
-			st = newStream(d, c, client, up)
+			st = newStream(d, c, client, up, cr)
 			return st, st
 		},
 		Setup: func(c *core.Conn) { st.sess = c.Sess },

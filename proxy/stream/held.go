@@ -16,6 +16,10 @@ import (
 // other side) without a system call or a deadline change.
 type heldConn struct {
 	net.Conn
+	// hs is the client handshake under way on it, nil after (and on
+	// upstream connections): reads note its progress, the first write
+	// (the server's first flight) gives back its cpu slot.
+	hs   *handshake
 	held bool // only while the stream reader's goroutine reads
 	// whole is how many whole records the last read of the socket
 	// brought beyond the one tls.Conn was reading: a held read takes one
@@ -49,6 +53,9 @@ func (c *heldConn) Read(p []byte) (int, error) {
 		return 0, errHeldRead{}
 	}
 	n, err := c.Conn.Read(p)
+	if n > 0 && c.hs != nil {
+		c.hs.read()
+	}
 	if n > 0 {
 		// tls.Conn reads the socket only when its buffer lacks the
 		// record it is reading, which the first end completes.
@@ -96,4 +103,13 @@ func heldOf(c net.Conn) *heldConn {
 	}
 	h, _ := tc.NetConn().(*heldConn)
 	return h
+}
+
+// Write writes p; during a client handshake the first write is the
+// server's flight, computed, so the handshake's cpu slot goes back.
+func (c *heldConn) Write(p []byte) (int, error) {
+	if c.hs != nil {
+		c.hs.releaseCPU()
+	}
+	return c.Conn.Write(p)
 }

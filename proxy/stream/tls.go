@@ -18,6 +18,9 @@ type TLS struct {
 	store    *tlsconf.Store
 	m        *tlsconf.Metrics // nil counts nothing
 	listener *tls.Config      // nil: plaintext clients
+	// hs bounds the client handshakes in progress (set by the driver,
+	// which knows the budget).
+	hs *handshakes
 }
 
 // NewTLS returns the TLS of store, counting handshakes in m (nil: not
@@ -26,7 +29,11 @@ func NewTLS(store *tlsconf.Store, m *tlsconf.Metrics) *TLS {
 	if !store.Config().Enabled() {
 		return nil
 	}
-	return &TLS{store: store, m: m, listener: store.ServerConfig()}
+	t := &TLS{store: store, m: m}
+	if base := store.ServerConfig(); base != nil {
+		t.listener = withCPUSlots(base)
+	}
+	return t
 }
 
 // On reports whether either side speaks TLS.
@@ -45,8 +52,19 @@ func (t *TLS) accept(raw net.Conn) (net.Conn, relay.Identity, error) {
 	if !t.ClientTLS() {
 		return raw, relay.Identity{}, nil
 	}
-	tc := tls.Server(&heldConn{Conn: raw}, t.listener)
-	if err := t.m.HandshakeConn(tc, tlsconf.SideClient, t.store.Config().Listener.Timeout()); err != nil {
+	h, err := t.hs.enter(raw)
+	if err != nil {
+		return nil, relay.Identity{}, err
+	}
+	defer t.hs.leave(h)
+	held := &heldConn{Conn: raw, hs: h}
+	tc := tls.Server(held, t.listener)
+	err = t.m.HandshakeConn(tc, tlsconf.SideClient, t.store.Config().Listener.Timeout())
+	held.hs = nil
+	if err != nil {
+		if h.hs.evictedNow(h) {
+			err = errHandshakeEvicted
+		}
 		return nil, relay.Identity{}, err
 	}
 	uris, cn := tlsconf.ClientIdentity(tc.ConnectionState())

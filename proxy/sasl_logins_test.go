@@ -1,0 +1,116 @@
+package proxy
+
+import (
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/kproxy/kproxy/sasl"
+)
+
+// Under sasl.upstream a login costs the broker (and an identity
+// provider): kproxy logs in for a client only once it has sent the head of
+// a Kafka request. Connect-and-close loops (a port scanner, a TCP probe)
+// and an HTTP health check cost no login and no upstream connection;
+// before, 1,000 connect-and-close loops caused about 950 full logins
+// (issue 27, item 2). Each refusal is counted; the log lines are
+// rate-limited.
+func TestSaslLoginOnlyForARequest(t *testing.T) {
+	env := startOrigin(t, sasl.ScramSHA256, rightPassword, []kfake.Opt{kfake.SeedTopics(1, "origin")})
+	roundTripFranz(t, env.testEnv, "origin", 5) // a real client logs in
+	before := env.auths("initial", "ok")
+	const probes = 200
+	var wg sync.WaitGroup
+	for i := range probes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := net.DialTimeout("tcp", env.addr, 5*time.Second)
+			if err != nil {
+				return
+			}
+			if i%4 == 0 {
+				c.Write([]byte("GET /healthz HTTP/1.1\r\nHost: kproxy\r\n\r\n"))
+				c.SetReadDeadline(time.Now().Add(10 * time.Second))
+				c.Read(make([]byte, 1)) // until kproxy closes it
+			}
+			c.Close()
+		}()
+	}
+	wg.Wait()
+	waitFor(t, 10*time.Second, "every probe refused", func() bool {
+		return env.refused("no_request")+env.refused("not_kafka") >= probes
+	})
+	if got := env.auths("initial", "ok") + env.auths("initial", "error") - before; got != 0 {
+		t.Fatalf("%v logins for %d probes that sent no Kafka request", got, probes)
+	}
+	if env.refused("not_kafka") < probes/4 {
+		t.Fatalf("%v HTTP probes refused as not Kafka, want %d", env.refused("not_kafka"), probes/4)
+	}
+	if n := env.logs.count(`"connection refused"`); n > 10 {
+		t.Fatalf("%d log lines for %d refusals in a second or two: not rate-limited", n, probes)
+	}
+	roundTripFranz(t, env.testEnv, "origin", 5) // and clients are still served
+}
+
+// With credentials the broker refuses, logins back off: after a few
+// failures in a row, new clients are reset at once without a login for a
+// window, logged once; before, every client cost a failed login
+// (issue 27, item 2).
+func TestSaslLoginsBackOffAfterFailures(t *testing.T) {
+	env := startOrigin(t, sasl.ScramSHA256, "wrong-password", []kfake.Opt{kfake.SeedTopics(1, "origin")})
+	const clients = 60
+	for i := range clients {
+		c := dialRaw(t, env.addr)
+		c.Write(apiVersionsV0(int32(i)))
+		expectClosed(t, c, 10*time.Second)
+	}
+	failed := env.auths("initial", "error")
+	if failed < 3 || failed > 10 {
+		t.Fatalf("%v failed logins for %d clients, want the few before the backoff (3 to 10)", failed, clients)
+	}
+	if got := env.refused("login_backoff"); got+failed < clients {
+		t.Fatalf("%v refused in backoff + %v failed < %d clients", got, failed, clients)
+	}
+	// A window opens after each failure past the third: at most one line
+	// each.
+	if n := env.saslLogs.count("new clients are reset without a login"); n < 1 || float64(n) > failed-2 {
+		t.Fatalf("the backoff was logged %d times after %v failures, want once per window", n, failed)
+	}
+}
+
+// An idle connection re-authenticates on the session's timer, not only
+// when its client next sends: before, an idle (or throttle-muted)
+// connection sent its SaslHandshake after the broker's session had
+// ended, and Kafka closed it at the next request (issue 27, from
+// reading). Over both drivers; the client's next request is answered.
+func TestSaslReauthWhileIdle(t *testing.T) {
+	for _, upTLS := range []bool{false, true} {
+		t.Run(map[bool]string{false: "netpoll", true: "tls-stream"}[upTLS], func(t *testing.T) {
+			kopts := []kfake.Opt{kfake.SeedTopics(1, "idle"), kfake.BrokerConfigs(map[string]string{"connections.max.reauth.ms": "1000"})}
+			var env *originEnv
+			if upTLS {
+				env = startTLSOrigin(t, sasl.ScramSHA256, kopts, nil).originEnv
+			} else {
+				env = startOrigin(t, sasl.ScramSHA256, rightPassword, kopts)
+			}
+			c := dialRaw(t, env.addr)
+			c.SetDeadline(time.Now().Add(60 * time.Second))
+			c.Write(apiVersionsV0(1))
+			if _, err := readFrame(c); err != nil {
+				t.Fatal(err)
+			}
+			// The client sends nothing more; the session renews itself.
+			waitFor(t, 30*time.Second, "two re-authentications of the idle connection", func() bool {
+				return env.auths("reauth", "ok") >= 2
+			})
+			c.Write(apiVersionsV0(2))
+			if f, err := readFrame(c); err != nil || corrOf(f) != 2 {
+				t.Fatalf("the idle client's next request: %x %v", f, err)
+			}
+		})
+	}
+}
