@@ -90,13 +90,7 @@ func TestSaslLoginsBackOffAfterFailures(t *testing.T) {
 func TestSaslReauthWhileIdle(t *testing.T) {
 	for _, upTLS := range []bool{false, true} {
 		t.Run(map[bool]string{false: "netpoll", true: "tls-stream"}[upTLS], func(t *testing.T) {
-			kopts := []kfake.Opt{kfake.SeedTopics(1, "idle"), kfake.BrokerConfigs(map[string]string{"connections.max.reauth.ms": "1000"})}
-			var env *originEnv
-			if upTLS {
-				env = startTLSOrigin(t, sasl.ScramSHA256, kopts, nil).originEnv
-			} else {
-				env = startOrigin(t, sasl.ScramSHA256, rightPassword, kopts)
-			}
+			env := startReauthOrigin(t, "idle", upTLS)
 			c := dialRaw(t, env.addr)
 			c.SetDeadline(time.Now().Add(60 * time.Second))
 			c.Write(apiVersionsV0(1))

@@ -131,3 +131,15 @@ func saslAuths(reg *prometheus.Registry, kind, result string) float64 {
 	}
 	return 0
 }
+
+// startReauthOrigin is SASL origination (SCRAM-SHA-256) in front of a
+// kfake whose sessions last a second (connections.max.reauth.ms 1000),
+// with topic, over a TLS upstream (the stream driver) when upTLS.
+func startReauthOrigin(t *testing.T, topic string, upTLS bool) *originEnv {
+	t.Helper()
+	kopts := []kfake.Opt{kfake.SeedTopics(1, topic), kfake.BrokerConfigs(map[string]string{"connections.max.reauth.ms": "1000"})}
+	if upTLS {
+		return startTLSOrigin(t, sasl.ScramSHA256, kopts, nil).originEnv
+	}
+	return startOrigin(t, sasl.ScramSHA256, rightPassword, kopts)
+}

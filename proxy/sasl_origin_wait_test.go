@@ -230,13 +230,7 @@ func TestSaslOriginReauthAnswersStayOwn(t *testing.T) {
 
 func testReauthAnswersStayOwn(t *testing.T, upTLS bool) {
 	const topic = "own"
-	kopts := []kfake.Opt{kfake.SeedTopics(1, topic), kfake.BrokerConfigs(map[string]string{"connections.max.reauth.ms": "1000"})}
-	var env *originEnv
-	if upTLS {
-		env = startTLSOrigin(t, sasl.ScramSHA256, kopts, nil).originEnv
-	} else {
-		env = startOrigin(t, sasl.ScramSHA256, rightPassword, kopts)
-	}
+	env := startReauthOrigin(t, topic, upTLS)
 	c := dialRaw(t, env.addr)
 	sent, got := 0, 0
 	deadline := time.Now().Add(time.Minute)
