@@ -3,11 +3,14 @@ package proxy
 import (
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
+	"github.com/kproxy/kproxy/correlate"
+	"github.com/kproxy/kproxy/framing"
 	"github.com/kproxy/kproxy/sasl"
 )
 
@@ -19,11 +22,16 @@ import (
 // (issue 27, item 2). Each refusal is counted; the log lines are
 // rate-limited.
 func TestSaslLoginOnlyForARequest(t *testing.T) {
-	env := startOrigin(t, sasl.ScramSHA256, rightPassword, []kfake.Opt{kfake.SeedTopics(1, "origin")})
+	// A probe's close can be missed by the poller if it came before the
+	// socket was registered; read_timeout bounds the wait for its first
+	// bytes then.
+	env := startOrigin(t, sasl.ScramSHA256, rightPassword, []kfake.Opt{kfake.SeedTopics(1, "origin")},
+		func(_ *Config, f *framing.Config, _ *correlate.Config) { f.ReadTimeout = 3 * time.Second })
 	roundTripFranz(t, env.testEnv, "origin", 5) // a real client logs in
 	before := env.auths("initial", "ok")
 	const probes = 200
 	var wg sync.WaitGroup
+	var reached, http atomic.Int32 // probes that connected (a loaded machine may drop some SYNs)
 	for i := range probes {
 		wg.Add(1)
 		go func() {
@@ -32,7 +40,9 @@ func TestSaslLoginOnlyForARequest(t *testing.T) {
 			if err != nil {
 				return
 			}
+			reached.Add(1)
 			if i%4 == 0 {
+				http.Add(1)
 				c.Write([]byte("GET /healthz HTTP/1.1\r\nHost: kproxy\r\n\r\n"))
 				c.SetReadDeadline(time.Now().Add(10 * time.Second))
 				c.Read(make([]byte, 1)) // until kproxy closes it
@@ -41,14 +51,17 @@ func TestSaslLoginOnlyForARequest(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	waitFor(t, 10*time.Second, "every probe refused", func() bool {
-		return env.refused("no_request")+env.refused("not_kafka") >= probes
+	if reached.Load() < probes/2 {
+		t.Fatalf("only %d of %d probes connected", reached.Load(), probes)
+	}
+	waitFor(t, 20*time.Second, "every probe refused", func() bool {
+		return env.refused("no_request")+env.refused("not_kafka") >= float64(reached.Load())
 	})
 	if got := env.auths("initial", "ok") + env.auths("initial", "error") - before; got != 0 {
-		t.Fatalf("%v logins for %d probes that sent no Kafka request", got, probes)
+		t.Fatalf("%v logins for %d probes that sent no Kafka request", got, reached.Load())
 	}
-	if env.refused("not_kafka") < probes/4 {
-		t.Fatalf("%v HTTP probes refused as not Kafka, want %d", env.refused("not_kafka"), probes/4)
+	if env.refused("not_kafka") < float64(http.Load()) {
+		t.Fatalf("%v HTTP probes refused as not Kafka, want %d", env.refused("not_kafka"), http.Load())
 	}
 	if n := env.logs.count(`"connection refused"`); n > 10 {
 		t.Fatalf("%d log lines for %d refusals in a second or two: not rate-limited", n, probes)

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/rs/zerolog"
+	zlog "github.com/rs/zerolog/log"
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -35,6 +36,7 @@ type faultWorld struct {
 
 func startFaultWorld(t *testing.T, topic string, partitions int32) *faultWorld {
 	t.Helper()
+	quietToxics.Do(func() { zlog.Logger = zerolog.Nop() }) // toxiproxy's toxics log every pipe through zerolog's global logger
 	srv := toxiproxy.NewServer(toxiproxy.NewMetricsContainer(prometheus.NewRegistry()), zerolog.Nop())
 	b, err := embedded.Reserve()
 	if err != nil {
@@ -63,6 +65,10 @@ func startFaultWorld(t *testing.T, topic string, partitions int32) *faultWorld {
 	env.cluster = c
 	return &faultWorld{testEnv: env, down: down, up: up, client: down.Listen}
 }
+
+// quietToxics silences toxiproxy's own logging once; kproxy does not use
+// zerolog's global logger.
+var quietToxics sync.Once
 
 // toxic adds a toxic to p; the JSON attributes are toxiproxy's.
 func toxic(t *testing.T, p *toxiproxy.Proxy, name, kind, stream string, attrs string) {
