@@ -121,7 +121,10 @@ func (t *Topology) Wait(ctx context.Context, node int32, ask func()) (string, er
 		t.mu.Unlock()
 		return a, nil
 	}
-	if t.waiting >= maxWaiting {
+	if t.waiting >= maxWaiting && t.discovered {
+		// Capped only once the cluster is known: after a restart, clients
+		// reconnect straight to node ports by the hundred, and wait for
+		// the first discovery.
 		t.mu.Unlock()
 		return "", fmt.Errorf("node %d is not known and %d clients wait for unknown nodes already", node, maxWaiting)
 	}

@@ -10,9 +10,6 @@ import (
 type meter struct {
 	mu sync.Mutex
 	b  [2]*bucket // requests, bytes; nil when the rule sets no such rate
-	// exempt is the ceiling of the exempt APIs (exemptOver), made when
-	// the first one comes.
-	exempt *bucket
 }
 
 // bucket is a token bucket that, like a Kafka quota, never refuses: a

@@ -191,3 +191,18 @@ func TestRateHeartbeatCeilingCloses(t *testing.T) {
 		t.Fatal("beats past the ceiling of a log rule were not logged")
 	}
 }
+
+// The ceiling is the connection's, whatever the rule's key: members that
+// share a client id each heartbeat at their own pace (a review found a
+// shared ceiling closing fifty pods named "sarama" under a 1/s rule).
+func TestRateHeartbeatCeilingPerConnection(t *testing.T) {
+	e, _ := newEngine(t, Rule{Name: "r", Action: ActionReject, Limits: Limits{RequestsPerSecond: 1, Key: "client_id"}})
+	for pod := range 50 {
+		c := request(t, versioned(kmsg.NewPtrHeartbeatRequest(), 4), "sarama") // a connection of its own
+		for beat := range 3 {
+			if v := c.check(e, t0.Add(time.Duration(beat)*3*time.Second)); v.Outcome != Pass {
+				t.Fatalf("pod %d beat %d: %+v", pod, beat, v)
+			}
+		}
+	}
+}

@@ -39,23 +39,30 @@ const (
 )
 
 // exemptOver charges one exempt request to the rule's ceiling for them
-// and reports whether it is over (the connection is then closed). Only
-// rules with a request rate have a ceiling.
+// and reports whether it is over (the connection is then closed). The
+// ceiling is per connection, whatever the rule's key: many members
+// sharing a client id (sarama, rdkafka, a Java group's default) each
+// heartbeat at their own pace. Only rules with a request rate have one.
 func (ru *rule) exemptOver(r *Request, now time.Time) bool {
-	if ru.Limits.RequestsPerSecond <= 0 || ru.Limits.Key == "topic" {
+	if ru.Limits.RequestsPerSecond <= 0 || r.Conn == nil {
 		return false
 	}
-	m := ru.meter(r, now)
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.exempt == nil {
-		rate := exemptCeiling * ru.Limits.RequestsPerSecond
-		m.exempt = &bucket{rate: rate, burst: max(rate, exemptBurst), tokens: max(rate, exemptBurst), last: now.UnixNano()}
+	c := r.Conn
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.exempt == nil || c.exemptEngine != ru.engine {
+		c.exempt, c.exemptEngine = map[*rule]*bucket{}, ru.engine
 	}
-	if m.exempt.peek(1, now) > 0 {
+	b, ok := c.exempt[ru]
+	if !ok {
+		rate := exemptCeiling * ru.Limits.RequestsPerSecond
+		b = &bucket{rate: rate, burst: max(rate, exemptBurst), tokens: max(rate, exemptBurst), last: now.UnixNano()}
+		c.exempt[ru] = b
+	}
+	if b.peek(1, now) > 0 {
 		return true
 	}
-	m.exempt.take(1, now)
+	b.take(1, now)
 	return false
 }
 

@@ -63,6 +63,10 @@ type ConnState struct {
 	mu      sync.Mutex
 	engine  *Engine // the rule set the buckets belong to
 	buckets map[*rule]*meter
+	// exempt are the connection's ceilings of exempt APIs per rule
+	// (exemptOver), for exemptEngine's rules.
+	exempt       map[*rule]*bucket
+	exemptEngine *Engine
 }
 
 // Identity is what a verified TLS client certificate proves of its

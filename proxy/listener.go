@@ -117,12 +117,10 @@ func (l *listener) dialFailed() {
 func (l *listener) unknownNode(log *zerolog.Logger, err error) {
 	var host hostNotAllowedError
 	if errors.As(err, &host) {
-		l.s.m.Refused.WithLabelValues("host_not_allowed").Inc()
-		log.Warn().Err(err).Int32("node", l.node).Str("listen", l.addr).Msg("connection refused: its broker's host is not in cluster.allowed_hosts")
+		l.s.core.Refuse(log, "host_not_allowed", err, "connection refused: its broker's host is not in cluster.allowed_hosts")
 		return
 	}
-	l.s.m.Refused.WithLabelValues("unknown_node").Inc()
-	log.Warn().Err(err).Int32("node", l.node).Str("listen", l.addr).Msg("connection refused: its node is not a known broker; the client should refresh its metadata")
+	l.s.core.Refuse(log, "unknown_node", err, "connection refused: its node is not a known broker; the client should refresh its metadata")
 }
 
 // shutdownAll stops every listener at once, each bounded by a second.

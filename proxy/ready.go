@@ -37,6 +37,16 @@ func (s *Server) dialOwn(ctx context.Context, login bool) (net.Conn, error) {
 		c.Close()
 		return nil, err
 	}
+	if s.sasl != nil && login && s.sasl.InBackoff() {
+		// Logins keep failing: the check reports the last failure rather
+		// than adding a failed login of its own.
+		tc.Close()
+		failing := s.sasl.Ready()
+		if failing == nil {
+			failing = sasl.ErrBackoff
+		}
+		return nil, errAuth{failing}
+	}
 	if s.sasl != nil && login {
 		if _, err := s.sasl.Authenticate(ctx, sasl.StreamRoundTrip(tc, s.framing.MaxResponseBytes), hostOf(s.cfg.Upstream), nil); err != nil {
 			tc.Close()

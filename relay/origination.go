@@ -17,10 +17,15 @@ type Origination interface {
 	// to the broker at addr with nothing relayed on it yet, bounded by
 	// ctx. A failure has been counted; the caller logs it.
 	Login(ctx context.Context, up net.Conn, addr string) (Login, error)
-	// Admit says, before a new client's upstream is dialled, whether it
-	// may be logged in at all (an error refuses it at once: logins keep
-	// failing).
-	Admit() error
+	// Enter waits, bounded by ctx, for a new client's turn to log in,
+	// before its upstream is dialled (the process's login rate and
+	// concurrency), and refuses it at once while logins keep failing;
+	// leave, called once the login is over, gives the turn back. The
+	// error says which (see Refusal).
+	Enter(ctx context.Context) (leave func(), err error)
+	// Refusal names an Enter error as counted: "login_backoff" or
+	// "login_limit".
+	Refusal(err error) string
 	// Mechanism names the configured mechanism, for logs.
 	Mechanism() string
 	// Hidden are the API keys clients are not offered.

@@ -112,3 +112,10 @@ func (g *loginGate) done(err error) {
 	}
 	g.until, g.told = time.Now().Add(g.window), false
 }
+
+// inBackoff reports whether a backoff window is open.
+func (g *loginGate) inBackoff() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return time.Now().Before(g.until)
+}

@@ -2,6 +2,7 @@ package sasl
 
 import (
 	"context"
+	"errors"
 	"net"
 	"time"
 
@@ -27,29 +28,35 @@ type origination struct {
 func (g origination) Mechanism() string { return g.o.Mechanism() }
 func (g origination) Hidden() []int16   { return HiddenAPIs() }
 
-// Admit refuses a new client at once while logins keep failing
-// (ErrBackoff), before its upstream is dialled.
-func (g origination) Admit() error { return g.o.gate.admit() }
+// Enter waits for a new client's turn to log in and refuses it at once
+// while logins keep failing (ErrBackoff), before its upstream is
+// dialled: a flood of clients never opens broker connections faster
+// than logins may run.
+func (g origination) Enter(ctx context.Context) (func(), error) {
+	if err := g.o.gate.admit(); err != nil {
+		return nil, err
+	}
+	return g.o.gate.enter(ctx)
+}
+
+// Refusal names an Enter error as counted.
+func (g origination) Refusal(err error) string {
+	if errors.Is(err, ErrBackoff) {
+		return "login_backoff"
+	}
+	return "login_limit"
+}
 
 // Login authenticates up, bounded by ctx's deadline (also set on up for
-// the exchange, and cleared after it), once the gate lets it (the login
-// rate and concurrency of the process), and arms the re-authentication
-// that KIP-368 asks for before the broker's session ends.
+// the exchange, and cleared after it), in a turn Enter gave, counts the
+// result for the backoff, and arms the re-authentication that KIP-368
+// asks for before the broker's session ends.
 func (g origination) Login(ctx context.Context, up net.Conn, addr string) (relay.Login, error) {
-	if err := g.o.gate.admit(); err != nil {
-		return relay.Login{}, err
-	}
-	leave, err := g.o.gate.enter(ctx)
-	if err != nil {
-		return relay.Login{}, err
-	}
-	defer leave()
 	dl, _ := ctx.Deadline()
 	up.SetDeadline(dl)
 	host := hostOf(addr)
 	res, err := g.o.Authenticate(ctx, StreamRoundTrip(up, g.maxResponse), host, nil)
 	up.SetDeadline(time.Time{})
-	g.o.gate.done(err)
 	if err != nil {
 		return relay.Login{Principal: res.Principal}, err
 	}

@@ -128,6 +128,9 @@ func (o *Originator) Authenticate(ctx context.Context, rt RoundTrip, host string
 	}
 	res, err := o.authenticate(ctx, rt, host, prev)
 	o.m.count(prev != nil, err == nil)
+	if prev == nil && o.gate != nil {
+		o.gate.done(err) // initial logins, a readiness check's included, drive the backoff
+	}
 	o.record(ctx, host, prev != nil, res, err)
 	return res, err
 }
@@ -320,3 +323,8 @@ func (o *Originator) record(ctx context.Context, host string, reauth bool, res R
 	}
 	o.failing.Store(&failure{fmt.Errorf("upstream SASL %s authentication (%s) to %s failing: %w", o.u.Mechanism, kind, host, err)})
 }
+
+// InBackoff reports whether logins keep failing and new ones are held
+// back: a readiness check then reports the last failure instead of
+// logging in itself.
+func (o *Originator) InBackoff() bool { return o != nil && o.gate.inBackoff() }

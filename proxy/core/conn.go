@@ -103,7 +103,11 @@ func (c *Conn) armReauth() {
 			return
 		}
 		if next := c.Sess.ReauthAt(); !next.IsZero() && !c.Stopping() {
-			c.reauth.Load().Reset(max(time.Until(next), reauthRetry))
+			t := c.reauth.Load()
+			t.Reset(max(time.Until(next), reauthRetry))
+			if c.Stopping() { // closed meanwhile: Close may have stopped it already
+				t.Stop()
+			}
 		}
 	})
 	t.Stop()

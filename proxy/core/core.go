@@ -151,6 +151,13 @@ func (k *Core) Len() int {
 	return len(k.conns)
 }
 
+// Refuse counts a client refused for why and logs msg with err, the lines
+// of a flood rate-limited (refusalLog).
+func (k *Core) Refuse(log *zerolog.Logger, why string, err error, msg string) {
+	k.M.Refused.WithLabelValues(why).Inc()
+	k.refusals.line(log, why, err, msg)
+}
+
 // TurnAway counts and logs a client refused for why; the log lines of a
 // flood are rate-limited (refusalLog), the count stays exact.
 func (k *Core) TurnAway(log *zerolog.Logger, why string) { k.refusals.log(log, why, nil, k.M) }

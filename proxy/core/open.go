@@ -97,12 +97,22 @@ func (k *Core) Open(o Opening) *Conn {
 			k.refusals.log(&log, why, err, k.M)
 			return nil
 		}
-		if err := orig.Admit(); err != nil {
+	}
+	// Under origination a client's turn to log in comes before its dial:
+	// a flood never opens broker connections faster than logins run.
+	leave := func() {}
+	if orig != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), k.Limits.DialTimeout+k.Limits.ReadTimeout)
+		l, err := orig.Enter(ctx)
+		cancel()
+		if err != nil {
 			k.refuse(o)
-			k.M.Refused.WithLabelValues("login_backoff").Inc() // Admit logs once per backoff window
+			k.Refuse(&log, orig.Refusal(err), err, "connection refused")
 			return nil
 		}
+		leave = l
 	}
+	defer leave()
 	addr, err := o.Port.Upstream(context.Background())
 	if err != nil {
 		k.refuse(o)

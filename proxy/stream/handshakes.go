@@ -53,8 +53,14 @@ type handshakes struct {
 // handshake is one client handshake in progress.
 type handshake struct {
 	raw net.Conn
-	// dropped is set when enter dropped it for a newcomer.
+	// dropped is set when enter dropped it for a newcomer, which took
+	// over its reservation; gone is closed then, so a wait for a cpu slot
+	// ends at once.
 	dropped atomic.Bool
+	gone    chan struct{}
+	// hello is set once its ClientHello is in: a handshake that has sent
+	// one is dropped only if none is missing one.
+	hello atomic.Bool
 	// progress is when a byte of it last arrived (unix nanoseconds).
 	progress atomic.Int64
 	// cpu is set while it holds a cpu slot; under its goroutine (the
@@ -77,29 +83,49 @@ func newHandshakes(max int, budget *core.Budget) *handshakes {
 // enter admits a handshake on raw, dropping the stalest one in progress
 // if max are, and reserves its buffers; leave must follow.
 func (hs *handshakes) enter(raw net.Conn) (*handshake, error) {
-	if !hs.budget.Take(handshakeReserve) {
-		return nil, errHandshakeBudget
-	}
-	h := &handshake{raw: raw, hs: hs}
+	h := &handshake{raw: raw, hs: hs, gone: make(chan struct{})}
 	h.progress.Store(time.Now().UnixNano())
 	hs.mu.Lock()
 	var stalest *handshake
 	if len(hs.live) >= hs.max {
-		for o := range hs.live {
-			if stalest == nil || o.progress.Load() < stalest.progress.Load() {
-				stalest = o
-			}
-		}
+		stalest = hs.stalestLocked()
 		delete(hs.live, stalest)
+	}
+	// The newcomer takes over a dropped handshake's reservation, so a
+	// full budget never keeps eviction from making room.
+	if stalest == nil && !hs.budget.Take(handshakeReserve) {
+		hs.mu.Unlock()
+		return nil, errHandshakeBudget
 	}
 	hs.live[h] = struct{}{}
 	hs.mu.Unlock()
 	if stalest != nil {
 		hs.evicted.Add(1)
 		stalest.dropped.Store(true)
+		close(stalest.gone)
 		stalest.raw.Close() // its handshake fails with a closed connection
 	}
 	return h, nil
+}
+
+// stalestLocked is the handshake to drop for a newcomer: of those that
+// have not sent a ClientHello, the one with no progress the longest, or
+// of all when every one has. The caller holds mu.
+func (hs *handshakes) stalestLocked() *handshake {
+	var stalest *handshake
+	for o := range hs.live {
+		switch {
+		case stalest == nil:
+			stalest = o
+		case stalest.hello.Load() != o.hello.Load():
+			if !o.hello.Load() {
+				stalest = o
+			}
+		case o.progress.Load() < stalest.progress.Load():
+			stalest = o
+		}
+	}
+	return stalest
 }
 
 // leave ends a handshake: its slot, its reservation, its cpu slot.
@@ -108,7 +134,9 @@ func (hs *handshakes) leave(h *handshake) {
 	delete(hs.live, h)
 	hs.mu.Unlock()
 	h.releaseCPU()
-	hs.budget.Take(-handshakeReserve)
+	if !h.dropped.Load() { // a dropped one's reservation went to the newcomer
+		hs.budget.Take(-handshakeReserve)
+	}
 }
 
 // Len is how many handshakes are in progress.
@@ -129,6 +157,8 @@ func (h *handshake) takeCPU(done <-chan struct{}) error {
 		return nil
 	case <-done:
 		return errors.New("handshake timed out waiting for a CPU slot")
+	case <-h.gone:
+		return errHandshakeEvicted
 	}
 }
 
@@ -139,21 +169,41 @@ func (h *handshake) releaseCPU() {
 	}
 }
 
-// withCPUSlots wraps base so that a handshake takes a cpu slot once its
-// ClientHello is in, before crypto/tls computes anything costly, and gives
-// it back when its first flight is written (heldConn.Write) or it ends.
+// withCPUSlots wraps base so that a handshake takes a cpu slot just
+// before crypto/tls signs for it: when it asks for the certificate,
+// which comes after a HelloRetryRequest (a write that must not give the
+// slot back early), never before the ClientHello is in. The slot goes back
+// when the server's flight is written (heldConn.Write) or the handshake
+// ends.
 func withCPUSlots(base *tls.Config) *tls.Config {
 	c := base.Clone()
 	c.GetConfigForClient = func(chi *tls.ClientHelloInfo) (*tls.Config, error) {
-		if held, ok := chi.Conn.(*heldConn); ok && held.hs != nil {
-			if err := held.hs.takeCPU(chi.Context().Done()); err != nil {
+		inner := base
+		if base.GetConfigForClient != nil {
+			got, err := base.GetConfigForClient(chi)
+			if err != nil {
 				return nil, err
 			}
+			if got != nil {
+				inner = got
+			}
 		}
-		if base.GetConfigForClient != nil {
-			return base.GetConfigForClient(chi)
+		held, ok := chi.Conn.(*heldConn)
+		if !ok || held.hs == nil || len(inner.Certificates) == 0 {
+			return inner, nil
 		}
-		return nil, nil
+		h := held.hs
+		h.hello.Store(true) // its ClientHello is in: not the stalest to drop
+		cfg := inner.Clone()
+		certs := cfg.Certificates
+		cfg.Certificates, cfg.GetConfigForClient = nil, nil
+		cfg.GetCertificate = func(hello *tls.ClientHelloInfo) (*tls.Certificate, error) {
+			if err := h.takeCPU(hello.Context().Done()); err != nil {
+				return nil, err
+			}
+			return &certs[0], nil
+		}
+		return cfg, nil
 	}
 	return c
 }
