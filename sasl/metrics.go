@@ -6,8 +6,9 @@ import "github.com/prometheus/client_golang/prometheus"
 // nothing, for tests and tools that do not serve metrics.
 type Metrics struct {
 	auths *prometheus.CounterVec
-	// byKind[reauth][ok] saves a label lookup per authentication.
-	byKind [2][2]prometheus.Counter
+	// byKind[reauth][result] saves a label lookup per authentication
+	// (results: error, ok, cancelled).
+	byKind [2][3]prometheus.Counter
 	// refused counts clients refused without a login, by why.
 	refused *prometheus.CounterVec
 }
@@ -19,6 +20,9 @@ const (
 	KindReauth  = "reauth"
 	ResultOK    = "ok"
 	ResultError = "error"
+	// ResultCancelled is an authentication its connection's end cut
+	// short: it says nothing about the credentials.
+	ResultCancelled = "cancelled"
 	// Reasons of kproxy_sasl_logins_refused_total.
 	RefusedBackoff = "backoff"
 	RefusedLimit   = "limit"
@@ -28,7 +32,7 @@ const (
 // the start, at 0, so an alert on a rate sees it.
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{auths: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kproxy_sasl_authentications_total",
-		Help: "SASL authentications kproxy ran to brokers (sasl.upstream), by kind (initial: a new connection; reauth: KIP-368 re-authentication of a live one) and result (ok, error)."},
+		Help: "SASL authentications kproxy ran to brokers (sasl.upstream), by kind (initial: a new connection; reauth: KIP-368 re-authentication of a live one) and result (ok, error, cancelled: cut short by its connection's end)."},
 		[]string{"kind", "result"})}
 	m.refused = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kproxy_sasl_logins_refused_total",
 		Help: "Client connections reset without a login at the brokers (sasl.upstream), by reason (backoff: logins kept failing; limit: max_logins_per_second or max_concurrent_logins kept it waiting past its deadline)."},
@@ -38,7 +42,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		m.refused.WithLabelValues(r)
 	}
 	for i, kind := range []string{KindInitial, KindReauth} {
-		for j, result := range []string{ResultError, ResultOK} {
+		for j, result := range []string{ResultError, ResultOK, ResultCancelled} {
 			m.byKind[i][j] = m.auths.WithLabelValues(kind, result)
 		}
 	}
@@ -46,17 +50,25 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 }
 
 func (m *Metrics) count(reauth, ok bool) {
-	if m == nil {
-		return
-	}
-	i, j := 0, 0
-	if reauth {
-		i = 1
-	}
+	j := 0
 	if ok {
 		j = 1
 	}
-	m.byKind[i][j].Inc()
+	m.countAs(reauth, j)
+}
+
+// cancelled counts an authentication its connection's end cut short.
+func (m *Metrics) cancelled(reauth bool) { m.countAs(reauth, 2) }
+
+func (m *Metrics) countAs(reauth bool, result int) {
+	if m == nil {
+		return
+	}
+	i := 0
+	if reauth {
+		i = 1
+	}
+	m.byKind[i][result].Inc()
 }
 
 func (m *Metrics) refuse(reason string) {

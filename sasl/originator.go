@@ -127,6 +127,16 @@ func (o *Originator) Authenticate(ctx context.Context, rt RoundTrip, host string
 		return Result{}, errors.New("sasl: origination is off (no sasl.upstream)")
 	}
 	res, err := o.authenticate(ctx, rt, host, prev)
+	if err != nil && errors.Is(ctx.Err(), context.Canceled) {
+		// Cut short because its connection ended (the relay cancels the
+		// exchange then): it says nothing about the credentials, so it is
+		// counted cancelled, not failed, and not held against the
+		// backoff. A re-authentication on the session's timer can meet a
+		// client closing its connection at any moment.
+		o.m.cancelled(prev != nil)
+		o.record(ctx, host, prev != nil, res, err)
+		return res, err
+	}
 	o.m.count(prev != nil, err == nil)
 	if prev == nil && o.gate != nil {
 		o.gate.done(err) // initial logins, a readiness check's included, drive the backoff
