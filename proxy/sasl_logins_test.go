@@ -94,30 +94,3 @@ func TestSaslLoginsBackOffAfterFailures(t *testing.T) {
 		t.Fatalf("the backoff was logged %d times after %v failures, want once per window", n, failed)
 	}
 }
-
-// An idle connection re-authenticates on the session's timer, not only
-// when its client next sends: before, an idle (or throttle-muted)
-// connection sent its SaslHandshake after the broker's session had
-// ended, and Kafka closed it at the next request (issue 27, from
-// reading). Over both drivers; the client's next request is answered.
-func TestSaslReauthWhileIdle(t *testing.T) {
-	for _, upTLS := range []bool{false, true} {
-		t.Run(map[bool]string{false: "netpoll", true: "tls-stream"}[upTLS], func(t *testing.T) {
-			env := startReauthOrigin(t, "idle", upTLS)
-			c := dialRaw(t, env.addr)
-			c.SetDeadline(time.Now().Add(60 * time.Second))
-			c.Write(apiVersionsV0(1))
-			if _, err := readFrame(c); err != nil {
-				t.Fatal(err)
-			}
-			// The client sends nothing more; the session renews itself.
-			waitFor(t, 30*time.Second, "two re-authentications of the idle connection", func() bool {
-				return env.auths("reauth", "ok") >= 2
-			})
-			c.Write(apiVersionsV0(2))
-			if f, err := readFrame(c); err != nil || corrOf(f) != 2 {
-				t.Fatalf("the idle client's next request: %x %v", f, err)
-			}
-		})
-	}
-}
