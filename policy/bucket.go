@@ -10,6 +10,9 @@ import (
 type meter struct {
 	mu sync.Mutex
 	b  [2]*bucket // requests, bytes; nil when the rule sets no such rate
+	// exempt is a connection's ceiling on the exempt APIs (exemptOver);
+	// nil until one is sent.
+	exempt *bucket
 }
 
 // bucket is a token bucket that, like a Kafka quota, never refuses: a

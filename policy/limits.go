@@ -47,22 +47,17 @@ func (ru *rule) exemptOver(r *Request, now time.Time) bool {
 	if ru.Limits.RequestsPerSecond <= 0 || r.Conn == nil {
 		return false
 	}
-	c := r.Conn
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.exempt == nil || c.exemptEngine != ru.engine {
-		c.exempt, c.exemptEngine = map[*rule]*bucket{}, ru.engine
-	}
-	b, ok := c.exempt[ru]
-	if !ok {
+	m := ru.connMeter(r.Conn, now)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.exempt == nil {
 		rate := exemptCeiling * ru.Limits.RequestsPerSecond
-		b = &bucket{rate: rate, burst: max(rate, exemptBurst), tokens: max(rate, exemptBurst), last: now.UnixNano()}
-		c.exempt[ru] = b
+		m.exempt = &bucket{rate: rate, burst: max(rate, exemptBurst), tokens: max(rate, exemptBurst), last: now.UnixNano()}
 	}
-	if b.peek(1, now) > 0 {
+	if m.exempt.peek(1, now) > 0 {
 		return true
 	}
-	b.take(1, now)
+	m.exempt.take(1, now)
 	return false
 }
 
@@ -187,36 +182,14 @@ func (ru *rule) topicMeter(topic string, now time.Time) *meter {
 
 // meter returns the buckets this request counts against.
 func (ru *rule) meter(r *Request, now time.Time) *meter {
-	mk := func(m *meter) *meter {
-		if ru.Limits.RequestsPerSecond > 0 {
-			m.b[0] = newBucket(ru.Limits.RequestsPerSecond, now)
-		}
-		if ru.Limits.BytesPerSecond > 0 {
-			m.b[1] = newBucket(ru.Limits.BytesPerSecond, now)
-		}
-		return m
-	}
 	switch ru.Limits.Key {
 	case "connection":
-		c := r.Conn
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if c.buckets == nil || c.engine != ru.engine {
-			// New connection, or rules reloaded: start afresh, and let
-			// the old engine's rules go.
-			c.buckets, c.engine = map[*rule]*meter{}, ru.engine
-		}
-		m, ok := c.buckets[ru]
-		if !ok {
-			m = mk(&meter{})
-			c.buckets[ru] = m
-		}
-		return m
+		return ru.connMeter(r.Conn, now)
 	case "rule":
 		ru.mu.Lock()
 		defer ru.mu.Unlock()
 		if ru.shared == nil {
-			ru.shared = mk(&meter{})
+			ru.shared = ru.newMeter(&meter{}, now)
 		}
 		return ru.shared
 	default:
@@ -224,8 +197,38 @@ func (ru *rule) meter(r *Request, now time.Time) *meter {
 		defer ru.mu.Unlock()
 		m, fresh := ru.byKey.get(r.ClientID, now)
 		if fresh {
-			mk(m)
+			ru.newMeter(m, now)
 		}
 		return m
 	}
+}
+
+// connMeter is the rule's meter on connection c: its buckets when the
+// rule is keyed by connection, and the ceiling of exempt APIs whatever
+// the key. A reload starts every connection's meters afresh.
+func (ru *rule) connMeter(c *ConnState, now time.Time) *meter {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.buckets == nil || c.engine != ru.engine {
+		// New connection, or rules reloaded: let the old engine's
+		// rules go.
+		c.buckets, c.engine = map[*rule]*meter{}, ru.engine
+	}
+	m, ok := c.buckets[ru]
+	if !ok {
+		m = ru.newMeter(&meter{}, now)
+		c.buckets[ru] = m
+	}
+	return m
+}
+
+// newMeter gives m the rule's rate buckets, full.
+func (ru *rule) newMeter(m *meter, now time.Time) *meter {
+	if ru.Limits.RequestsPerSecond > 0 {
+		m.b[0] = newBucket(ru.Limits.RequestsPerSecond, now)
+	}
+	if ru.Limits.BytesPerSecond > 0 {
+		m.b[1] = newBucket(ru.Limits.BytesPerSecond, now)
+	}
+	return m
 }

@@ -61,12 +61,8 @@ type ConnState struct {
 	Identity Identity
 
 	mu      sync.Mutex
-	engine  *Engine // the rule set the buckets belong to
-	buckets map[*rule]*meter
-	// exempt are the connection's ceilings of exempt APIs per rule
-	// (exemptOver), for exemptEngine's rules.
-	exempt       map[*rule]*bucket
-	exemptEngine *Engine
+	engine  *Engine          // the rule set the buckets belong to
+	buckets map[*rule]*meter // per rule: see connMeter
 }
 
 // Identity is what a verified TLS client certificate proves of its

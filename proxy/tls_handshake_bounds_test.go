@@ -60,4 +60,10 @@ func TestTLSIdleHandshakesLockNoOneOut(t *testing.T) {
 	if got := w.refused("max_connections"); got != 0 {
 		t.Fatalf("%v clients refused for max_connections: idle handshakes held slots", got)
 	}
+	// Each newcomer past the cap dropped one idle handshake, counted as
+	// such: 30 of the idle ones, then the first real client's (the cap
+	// had room for the next two).
+	waitFor(t, 10*time.Second, "the dropped handshakes counted", func() bool {
+		return w.handshakes(tlsconf.SideClient, tlsconf.ResultEvicted) >= 40-10+1
+	})
 }

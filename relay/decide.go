@@ -63,8 +63,10 @@ func (s *Session) ResponsesInline(buf []byte) bool {
 
 // Held reports how long the client's next request must still wait for a
 // throttle, 0 when it may go now: none is set, it is over, a
-// re-authentication is due, or the next buffered request (peeked from r,
-// never waited for) is a heartbeat, which no throttle holds back. The clock is read only when a throttle
+// re-authentication is due (a throttle never holds the request path past
+// the session's point), or the next buffered request (peeked from r,
+// never waited for) is a heartbeat, which no throttle holds back. It
+// serves the request path only. The clock is read only when a throttle
 // was set.
 func (s *Session) Held(r framing.Source) time.Duration {
 	if !s.MayMute() {

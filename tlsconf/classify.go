@@ -25,12 +25,17 @@ const (
 	ResultExpired             = "expired"               // a certificate expired (or not yet valid)
 	ResultVersion             = "version"               // no TLS version in common (min_version)
 	ResultClosed              = "closed"                // the peer closed the connection during the handshake
+	ResultEvicted             = "evicted"               // dropped for a newcomer at tls.listener.max_handshakes
 	ResultOther               = "other"
 )
 
+// ErrEvicted is a client handshake kproxy dropped for a newcomer: it had
+// made no progress the longest with tls.listener.max_handshakes under way.
+var ErrEvicted = errors.New("it had made no progress the longest, with tls.listener.max_handshakes under way")
+
 // Results are every result, in the order of the list above.
 var Results = []string{ResultOK, ResultTimeout, ResultNotTLS, ResultUnknownCA, ResultBadCertificate,
-	ResultNoClientCertificate, ResultNameMismatch, ResultExpired, ResultVersion, ResultClosed, ResultOther}
+	ResultNoClientCertificate, ResultNameMismatch, ResultExpired, ResultVersion, ResultClosed, ResultEvicted, ResultOther}
 
 // ClassifyHandshakeError says why a handshake failed, as one of Results
 // (ResultOK for nil). It reads both errors found locally (a certificate
@@ -54,6 +59,8 @@ func ClassifyHandshakeError(err error) string {
 		ne    net.Error
 	)
 	switch {
+	case errors.Is(err, ErrEvicted):
+		return ResultEvicted
 	case errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, context.DeadlineExceeded):
 		return ResultTimeout
 	case errors.As(err, &rh):
@@ -180,6 +187,8 @@ func (e *HandshakeError) cause() string {
 		return "no TLS version in common (see min_version)"
 	case ResultClosed:
 		return "the " + e.peer() + " closed the connection during the handshake"
+	case ResultEvicted:
+		return "dropped for a newcomer"
 	}
 	return "TLS error"
 }

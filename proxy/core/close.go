@@ -63,8 +63,6 @@ func (k *Core) classify(side string, err error, log *zerolog.Logger) cause {
 	case relay.Gone(err), errors.Is(err, ErrPeerClosed), errors.Is(err, io.EOF),
 		errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed):
 		c.reason, c.err = side+" closed", nil
-	case errors.Is(err, ErrPanicked):
-		c.reason = ReasonPanic
 	}
 	return c
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kproxy/kproxy/proxy/core"
+	"github.com/kproxy/kproxy/tlsconf"
 )
 
 // A TLS handshake costs kproxy memory (crypto/tls buffers a handshake
@@ -29,8 +30,7 @@ const handshakeReserve = 256<<10 + 16<<10
 const DefaultMaxHandshakes = 256
 
 var (
-	errHandshakeEvicted = errors.New("handshake dropped for a newcomer: it had made no progress the longest, with max_handshakes in progress")
-	errHandshakeBudget  = errors.New("handshake refused: its buffer reservation would pass max_buffered_bytes")
+	errHandshakeBudget = errors.New("handshake refused: its buffer reservation would pass max_buffered_bytes")
 )
 
 // handshakes are the client handshakes in progress on a listener: at most
@@ -158,7 +158,7 @@ func (h *handshake) takeCPU(done <-chan struct{}) error {
 	case <-done:
 		return errors.New("handshake timed out waiting for a CPU slot")
 	case <-h.gone:
-		return errHandshakeEvicted
+		return tlsconf.ErrEvicted
 	}
 }
 
@@ -208,5 +208,5 @@ func withCPUSlots(base *tls.Config) *tls.Config {
 	return c
 }
 
-// evictedNow reports whether h was dropped for a newcomer.
-func (hs *handshakes) evictedNow(h *handshake) bool { return h.dropped.Load() }
+// evicted reports whether h was dropped for a newcomer.
+func (h *handshake) evicted() bool { return h.dropped.Load() }

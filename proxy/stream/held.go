@@ -4,6 +4,8 @@ import (
 	"crypto/tls"
 	"encoding/binary"
 	"net"
+
+	"github.com/kproxy/kproxy/tlsconf"
 )
 
 // heldConn is the connection under a tls.Conn. A peer's records often
@@ -55,6 +57,9 @@ func (c *heldConn) Read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
 	if n > 0 && c.hs != nil {
 		c.hs.read()
+	}
+	if err != nil && c.hs != nil && c.hs.evicted() {
+		err = tlsconf.ErrEvicted // its socket was closed for a newcomer
 	}
 	if n > 0 {
 		// tls.Conn reads the socket only when its buffer lacks the
@@ -111,5 +116,9 @@ func (c *heldConn) Write(p []byte) (int, error) {
 	if c.hs != nil {
 		c.hs.releaseCPU()
 	}
-	return c.Conn.Write(p)
+	n, err := c.Conn.Write(p)
+	if err != nil && c.hs != nil && c.hs.evicted() {
+		err = tlsconf.ErrEvicted
+	}
+	return n, err
 }

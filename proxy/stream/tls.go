@@ -62,9 +62,6 @@ func (t *TLS) accept(raw net.Conn) (net.Conn, relay.Identity, error) {
 	err = t.m.HandshakeConn(tc, tlsconf.SideClient, t.store.Config().Listener.Timeout())
 	held.hs = nil
 	if err != nil {
-		if h.hs.evictedNow(h) {
-			err = errHandshakeEvicted
-		}
 		return nil, relay.Identity{}, err
 	}
 	uris, cn := tlsconf.ClientIdentity(tc.ConnectionState())
