@@ -177,3 +177,55 @@ func TestSaslReauthGivesWayToDrain(t *testing.T) {
 		})
 	}
 }
+
+// A client that leaves while it waits for its login's turn costs no
+// login, and one that leaves during its login cuts it short (counted
+// cancelled, not failed): before, every client that had sent a request
+// head was logged in at the broker whether it stayed or not.
+func TestSaslLoginDroppedWhenClientLeaves(t *testing.T) {
+	for _, upTLS := range []bool{false, true} {
+		t.Run(map[bool]string{false: "netpoll", true: "tls-stream"}[upTLS], func(t *testing.T) {
+			one := func(u *sasl.Upstream) { u.MaxConcurrentLogins = 1 }
+			var env *originEnv
+			kopts := []kfake.Opt{kfake.SeedTopics(1, "leave")}
+			if upTLS {
+				env = startTLSOriginWith(t, sasl.ScramSHA256, kopts, originSetup{upstream: one}).originEnv
+			} else {
+				env = startOriginWith(t, sasl.ScramSHA256, rightPassword, kopts, originSetup{upstream: one})
+			}
+			release := make(chan struct{})
+			var handshakes atomic.Int32
+			env.cluster.ControlKey(int16(kmsg.SASLHandshake), func(kmsg.Request) (kmsg.Response, error, bool) {
+				env.cluster.KeepControl()
+				if handshakes.Add(1) == 1 {
+					env.cluster.SleepControl(func() { <-release })
+				}
+				return nil, nil, false
+			})
+			first := dialRaw(t, env.addr)
+			first.Write(apiVersionsV0(1))
+			waitFor(t, 10*time.Second, "the first login at the broker", func() bool { return handshakes.Load() == 1 })
+			// Ten more clients send a request head and leave while the
+			// first login holds the only turn.
+			for i := range 10 {
+				c := dialRaw(t, env.addr)
+				c.Write(apiVersionsV0(int32(10 + i)))
+				c.Close()
+			}
+			time.Sleep(500 * time.Millisecond) // for kproxy to see them go
+			first.Close()
+			waitFor(t, 10*time.Second, "the first login cut short", func() bool {
+				return env.auths(sasl.KindInitial, sasl.ResultCancelled) == 1
+			})
+			close(release)
+			time.Sleep(time.Second) // what a waiting client would do now, it would have done
+			if n := handshakes.Load(); n != 1 {
+				t.Fatalf("%d logins reached the broker, want 1: clients that left were logged in", n)
+			}
+			if n := env.auths(sasl.KindInitial, sasl.ResultError); n != 0 {
+				t.Fatalf("%v logins counted failed", n)
+			}
+			roundTripFranz(t, env.testEnv, "leave", 3) // and a client that stays is served
+		})
+	}
+}

@@ -48,6 +48,8 @@ type originSetup struct {
 	setup func(*Server)
 	// broker, when set, is kfake's TLS.
 	broker *tls.Config
+	// upstream, when set, changes sasl.upstream before it is loaded.
+	upstream func(*sasl.Upstream)
 }
 
 // startOriginWith is startOrigin with what o adds. The originator logs
@@ -60,8 +62,12 @@ func startOriginWith(t testing.TB, mech, password string, kopts []kfake.Opt, o o
 	reg := prometheus.NewRegistry()
 	sm := sasl.NewMetrics(reg)
 	saslLogs := &logBuffer{}
-	orig, err := sasl.New(sasl.Config{Upstream: &sasl.Upstream{Mechanism: mech,
-		UsernameFile: filepath.Join(dir, "username"), PasswordFile: filepath.Join(dir, "password")}}, sm,
+	up := &sasl.Upstream{Mechanism: mech,
+		UsernameFile: filepath.Join(dir, "username"), PasswordFile: filepath.Join(dir, "password")}
+	if o.upstream != nil {
+		o.upstream(up)
+	}
+	orig, err := sasl.New(sasl.Config{Upstream: up}, sm,
 		zerolog.New(saslLogs).Level(zerolog.DebugLevel))
 	if err != nil {
 		t.Fatal(err)

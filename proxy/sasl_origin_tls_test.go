@@ -22,9 +22,16 @@ type tlsOrigin struct {
 // stream driver relays every pair), and alice's right password.
 func startTLSOrigin(t testing.TB, mech string, kopts []kfake.Opt, tr *tracing.Tracer) *tlsOrigin {
 	t.Helper()
+	return startTLSOriginWith(t, mech, kopts, originSetup{tr: tr})
+}
+
+// startTLSOriginWith is startTLSOrigin with what o adds (its broker and
+// setup are the TLS world's).
+func startTLSOriginWith(t testing.TB, mech string, kopts []kfake.Opt, o originSetup) *tlsOrigin {
+	t.Helper()
 	w, broker := newTLSWorld(t, tlsSides{upstream: true}, nil)
-	env := startOriginWith(t, mech, rightPassword, kopts, originSetup{tr: tr, broker: broker,
-		setup: func(s *Server) { s.SetTLS(w.store, w.metrics) }})
+	o.broker, o.setup = broker, func(s *Server) { s.SetTLS(w.store, w.metrics) }
+	env := startOriginWith(t, mech, rightPassword, kopts, o)
 	w.testEnv = env.testEnv
 	return &tlsOrigin{originEnv: env, world: w}
 }

@@ -3,6 +3,8 @@ package core
 import (
 	"context"
 	"net"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -39,6 +41,11 @@ type Opening struct {
 	// and the identity provider, so it is made for a client that has
 	// sent a request, not for a probe or a silent socket.
 	First func() ([]byte, error)
+	// Gone reports, without waiting, whether the client has closed its
+	// end. Under SASL origination Open checks it while the client waits
+	// for its login's turn and while the login runs: a client that left
+	// costs no login, or no more of one.
+	Gone func() bool
 	// Dial connects to the upstream at addr (a TLS handshake included
 	// where the upstream speaks it), bounded by ctx.
 	Dial func(ctx context.Context, addr string) (net.Conn, error)
@@ -101,18 +108,26 @@ func (k *Core) Open(o Opening) *Conn {
 	// Under origination a client's turn to log in comes before its dial:
 	// a flood never opens broker connections faster than logins run.
 	leave := func() {}
+	present, left := context.Background(), func() {}
 	if orig != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), k.Limits.DialTimeout+k.Limits.ReadTimeout)
+		present, left = untilGone(o.Gone)
+		ctx, cancel := context.WithTimeout(present, k.Limits.DialTimeout+k.Limits.ReadTimeout)
 		l, err := orig.Enter(ctx)
 		cancel()
 		if err != nil {
+			left()
 			k.refuse(o)
+			if present.Err() != nil {
+				log.Debug().Msg("client left while waiting for its upstream login")
+				return nil
+			}
 			k.Refuse(&log, orig.Refusal(err), err, "connection refused")
 			return nil
 		}
 		leave = l
 	}
 	defer leave()
+	defer left()
 	addr, err := o.Port.Upstream(context.Background())
 	if err != nil {
 		k.refuse(o)
@@ -129,14 +144,19 @@ func (k *Core) Open(o Opening) *Conn {
 	}
 	var login relay.Login
 	if orig != nil {
-		if login, err = k.login(orig, up, addr); err != nil {
-			log.Error().Err(err).Str("upstream", addr).Str("mechanism", orig.Mechanism()).
-				Msg("upstream authentication failed; client connection reset")
+		if login, err = k.login(present, orig, up, addr); err != nil {
 			up.Close()
 			k.refuse(o)
+			if present.Err() != nil {
+				log.Debug().Str("upstream", addr).Msg("client left during its upstream login")
+				return nil
+			}
+			log.Error().Err(err).Str("upstream", addr).Str("mechanism", orig.Mechanism()).
+				Msg("upstream authentication failed; client connection reset")
 			return nil
 		}
 	}
+	left() // before the relay reads the client
 	lc := log.With().Str("upstream", up.LocalAddr().String()+">"+addr)
 	if n := id.Name(); n != "" {
 		lc = lc.Str("principal", n)
@@ -183,11 +203,36 @@ func (k *Core) dial(o Opening, addr string) (net.Conn, error) {
 }
 
 // login runs the initial authentication of a new upstream connection,
-// bounded by dial_timeout + read_timeout.
-func (k *Core) login(orig relay.Origination, up net.Conn, addr string) (relay.Login, error) {
+// bounded by dial_timeout + read_timeout and by present (the client's
+// staying).
+func (k *Core) login(present context.Context, orig relay.Origination, up net.Conn, addr string) (relay.Login, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), k.Limits.DialTimeout+k.Limits.ReadTimeout)
 	defer cancel()
-	return orig.Login(ctx, up, addr)
+	lc := &loginConn{Conn: up}
+	// A client gone mid-login ends it: the login's context is
+	// cancelled, so the login counts as cancelled, then the upstream
+	// connection, dropped anyway, is closed (a netpoll read under way
+	// sees no deadline moved, and must not have one moved under it).
+	defer context.AfterFunc(present, func() {
+		lc.closed.Store(true)
+		cancel()
+		up.Close()
+	})()
+	return orig.Login(ctx, lc, addr)
+}
+
+// loginConn is an upstream connection during its login: once closed for
+// a client that left, deadlines are no longer set on it.
+type loginConn struct {
+	net.Conn
+	closed atomic.Bool
+}
+
+func (c *loginConn) SetDeadline(t time.Time) error {
+	if c.closed.Load() {
+		return nil
+	}
+	return c.Conn.SetDeadline(t)
 }
 
 // first waits for the head of the client's first frame and checks it is
@@ -201,4 +246,39 @@ func (k *Core) first(o Opening) (string, error) {
 		return "not_kafka", err
 	}
 	return "", nil
+}
+
+// goneCheck is how often untilGone looks at the client.
+const goneCheck = 50 * time.Millisecond
+
+// untilGone is a context cancelled once gone reports the client has left
+// (looked at every goneCheck), and what stops the watch and waits for it
+// to end.
+func untilGone(gone func() bool) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.Background())
+	if gone == nil {
+		return ctx, cancel
+	}
+	stop, exited := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(exited)
+		t := time.NewTicker(goneCheck)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				if gone() {
+					cancel()
+					return
+				}
+			}
+		}
+	}()
+	var once sync.Once
+	return ctx, func() {
+		once.Do(func() { close(stop) })
+		<-exited // gone may read the client: done before the relay does
+	}
 }

@@ -101,6 +101,7 @@ func (l *Listener) onConnect(ctx context.Context, client netpoll.Connection) con
 			client.SetReadTimeout(d.k.Limits.ReadTimeout)
 			return client.Reader().Peek(relay.FirstHead)
 		},
+		Gone: func() bool { return !client.IsActive() },
 		Dial: func(_ context.Context, addr string) (net.Conn, error) {
 			up, err := netpoll.DialConnection("tcp", addr, d.k.Limits.DialTimeout)
 			if err != nil {

@@ -106,6 +106,10 @@ func (l *Listener) open(raw net.Conn) {
 			})
 			return cr.Peek(relay.FirstHead)
 		},
+		Gone: func() bool {
+			err := cr.peekClose() // what it reads is kept for the relay
+			return err != nil && !isTimeout(err)
+		},
 		Reset: func() { resetConn(raw) },
 		Drop:  func() { raw.Close() },
 		Dial:  d.dial,

@@ -70,8 +70,17 @@ type handshake struct {
 }
 
 // cpuSlots is how many handshakes compute at once: one less than the CPUs
-// Go may use, and at least one, so a core is always left to the relays.
-func cpuSlots() int { return max(1, runtime.GOMAXPROCS(0)-1) }
+// Go may use, and at least one, so a core is always left to the relays
+// (or what SetHandshakeCPUSlots set).
+func cpuSlots() int {
+	if n := cpuSlotsSet.Load(); n > 0 {
+		return int(n)
+	}
+	return max(1, runtime.GOMAXPROCS(0)-1)
+}
+
+// cpuSlotsSet is SetHandshakeCPUSlots' value; 0 for the default.
+var cpuSlotsSet atomic.Int32
 
 func newHandshakes(max int, budget *core.Budget) *handshakes {
 	if max == 0 {

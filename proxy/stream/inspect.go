@@ -28,3 +28,12 @@ func socketOf(c net.Conn) net.Conn {
 	}
 	return c
 }
+
+// SetHandshakeCPUSlots sets how many client handshakes compute at once on
+// listeners made after it (0: the default, one less than GOMAXPROCS) and
+// returns what puts the previous value back. It is for benchmarks that
+// measure the bound against none; kproxy itself never calls it.
+func SetHandshakeCPUSlots(n int) (restore func()) {
+	old := cpuSlotsSet.Swap(int32(n))
+	return func() { cpuSlotsSet.Store(old) }
+}
