@@ -57,9 +57,13 @@ func (s *Session) originRefusal(key int16, body *framing.Body) (policy.Verdict, 
 
 // namesOwnUser reports whether an AlterUserScramCredentials request
 // deletes or sets credentials of the principal kproxy logged in as. One
-// that cannot be read is taken to name it: kproxy cannot tell, and the
-// broker would run it as kproxy.
+// that cannot be read is taken to name it, and so is every one when
+// kproxy does not know its principal (an opaque OAUTHBEARER token): kproxy
+// cannot tell, and the broker would run it as kproxy.
 func (s *Session) namesOwnUser(body *framing.Body) bool {
+	if s.upPrincipal == "" {
+		return true
+	}
 	req, err := body.Request()
 	r, ok := req.(*kmsg.AlterUserSCRAMCredentialsRequest)
 	if err != nil || !ok {

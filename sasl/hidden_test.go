@@ -120,5 +120,11 @@ func TestScramCredentialsOfOwnPrincipalRefused(t *testing.T) {
 		if forwarded, _ := sendOne(t, s, l, alter("alice", del)); !forwarded {
 			t.Errorf("deletion %v of another user's credentials was refused", del)
 		}
+		// An opaque OAUTHBEARER token names no principal kproxy can
+		// read: it cannot tell whose credentials these are.
+		s, l = originSession(t, "")
+		if forwarded, code := sendOne(t, s, l, alter("alice", del)); forwarded || code != kerr.ClusterAuthorizationFailed.Code {
+			t.Errorf("deletion %v with kproxy's principal unknown: forwarded %v, code %d", del, forwarded, code)
+		}
 	}
 }
