@@ -1,58 +1,38 @@
 package tracing
 
 import (
-	"encoding/binary"
 	"fmt"
-	"hash/crc32"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/kproxy/kproxy/internal/batchtest"
 )
 
-// Helpers that build magic-2 record batches the way a producer writes
-// them, so the readers are checked against the wire format.
+// Batches are built by internal/batchtest; these add trace context.
 
-// encodeRecords writes records as a batch's records section, filling in
-// the offset deltas and the varint lengths kmsg leaves to the caller.
-func encodeRecords(recs ...kmsg.Record) []byte {
-	var out []byte
-	for i := range recs {
-		r := recs[i]
-		r.OffsetDelta = int32(i)
-		r.Length = 0
-		body := r.AppendTo(nil)[1:] // drop the one-byte placeholder length
-		out = binary.AppendVarint(out, int64(len(body)))
-		out = append(out, body...)
-	}
-	return out
-}
+var (
+	encodeRecords = batchtest.EncodeRecords
+	makeBatch     = batchtest.MakeBatch
+	plainBatch    = batchtest.PlainBatch
+	hdrs          = batchtest.Headers
+	gzipped       = batchtest.Gzipped
+	snappyRaw     = batchtest.SnappyRaw
+	xerial        = batchtest.Xerial
+	lz4Framed     = batchtest.LZ4Framed
+	zstdAll       = batchtest.ZstdAll
+	zstdStream    = batchtest.ZstdStream
+	concat        = batchtest.Concat
+	sampleRecords = batchtest.SampleRecords
+)
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
-// makeBatch wraps a records section, already compressed for codec, in a
-// batch header that claims count records.
-func makeBatch(codec int16, count int, records []byte) []byte {
-	b := kmsg.RecordBatch{
-		PartitionLeaderEpoch: -1, Magic: 2, Attributes: codec, LastOffsetDelta: int32(count - 1),
-		ProducerID: -1, ProducerEpoch: -1, FirstSequence: -1, NumRecords: int32(count), Records: records,
-		Length: int32(batchHeaderSize - 12 + len(records)),
-	}
-	raw := b.AppendTo(nil)
-	b.CRC = int32(crc32.Checksum(raw[21:], castagnoli))
-	return b.AppendTo(nil)
-}
-
-// plainBatch is an uncompressed batch of recs.
-func plainBatch(recs ...kmsg.Record) []byte { return makeBatch(0, len(recs), encodeRecords(recs...)) }
-
-// hdrs builds record headers from key/value pairs.
-func hdrs(kv ...string) []kmsg.Header {
-	var h []kmsg.Header
-	for i := 0; i+1 < len(kv); i += 2 {
-		h = append(h, kmsg.Header{Key: kv[i], Value: []byte(kv[i+1])})
-	}
-	return h
-}
+// Codec numbers as in the batch attributes.
+const (
+	codecGzip   = batchtest.Gzip
+	codecSnappy = batchtest.Snappy
+	codecLZ4    = batchtest.LZ4
+	codecZstd   = batchtest.Zstd
+)
 
 // spanCtx is a producer's span context, distinct per trace byte.
 func spanCtx(traceByte, spanByte byte, sampled bool) trace.SpanContext {

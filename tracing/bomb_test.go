@@ -13,6 +13,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/kproxy/kproxy/records"
 )
 
 // bombBatch is a zstd batch of one record whose 16 MiB value (zeros)
@@ -206,55 +208,16 @@ func TestRecordContextsBatchCap(t *testing.T) {
 	}
 }
 
-// Inflations do not share a decoder: one held in the middle of its stream
-// is undisturbed by others running meanwhile, from this goroutine and
-// from others at once (where -race would see a shared one).
-func TestInflationsHaveTheirOwnDecoders(t *testing.T) {
-	raw := bytes.Repeat(sampleRecords(), 40) // several zstd blocks
-	held := zstdDecoders.Get().(*zstd.Decoder)
-	defer zstdDecoders.Put(held)
-	if err := held.Reset(bytes.NewReader(zstdStream(t, raw))); err != nil {
-		t.Fatal(err)
-	}
-	head := make([]byte, 1000)
-	if _, err := held.Read(head); err != nil {
-		t.Fatal(err)
-	}
-
-	var wg sync.WaitGroup
-	for i := range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			mine := bytes.Repeat([]byte{byte(i)}, 300<<10)
-			data := zstdStream(t, mine)
-			for range 5 {
-				got, err := inflate(nil, codecZstd, data, 1<<20)
-				if err != nil || !bytes.Equal(got, mine) {
-					t.Errorf("goroutine %d: %d bytes, %v", i, len(got), err)
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-
-	rest, err := readUpTo(head, held, len(raw))
-	if err != nil || !bytes.Equal(rest, raw) {
-		t.Fatalf("the held stream came back with %d bytes (%v), want its own %d", len(rest), err, len(raw))
-	}
-}
-
 // When every inflation slot is taken, a batch is skipped at once (links
 // incomplete, counted as decoders_busy), never waited for.
 func TestInflationSlotsNeverWait(t *testing.T) {
 	taken := 0
-	for takeSlot() {
+	for records.TakeSlot() {
 		taken++
 	}
 	defer func() {
 		for range taken {
-			giveSlot()
+			records.GiveSlot()
 		}
 	}()
 	a := spanCtx(0xaa, 1, true)

@@ -8,6 +8,8 @@ import (
 
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/kproxy/kproxy/records"
 )
 
 // inflateBudget is what one request may spend inflating compressed batches
@@ -43,24 +45,24 @@ func recordContexts(batches [][]byte, max int, b *inflateBudget) (found []trace.
 	complete = true
 	var scratch []byte // inflated records, reused batch after batch
 	prop := propagation.TraceContext{}
-	for _, records := range batches {
-		eachBatch(records, func(batch []byte) bool {
-			body := batch[batchHeaderSize:]
-			if codec := compression(batch); codec != 0 {
+	for _, blob := range batches {
+		records.EachBatch(blob, func(batch []byte) bool {
+			body := batch[records.HeaderSize:]
+			if codec := records.CodecOf(batch); codec != 0 {
 				var err error
 				scratch, err = b.inflate(scratch[:0], codec, body)
 				if err != nil {
 					complete = false
 				}
-				if err != nil && err != errOverBudget {
+				if err != nil && err != records.ErrOverBudget {
 					return true // not read, or damaged: the next batch may be fine
 				}
 				// A batch cut at the budget still gives the records before
 				// the cut; the cut record reads as truncated.
 				body = scratch
 			}
-			count := int(int32(binary.BigEndian.Uint32(batch[batchCountOff:])))
-			err := eachHeader(body, count, "traceparent", func(_ int, v []byte) bool {
+			count := int(int32(binary.BigEndian.Uint32(batch[records.CountOff:])))
+			err := records.EachHeader(body, count, "traceparent", func(_ int, v []byte) bool {
 				ctx := prop.Extract(context.Background(), propagation.MapCarrier{"traceparent": string(v)})
 				if sc := trace.SpanContextFromContext(ctx); sc.IsValid() && !hasTrace(found, sc) {
 					found = append(found, sc)
@@ -95,11 +97,11 @@ func (b *inflateBudget) inflate(dst []byte, codec int, data []byte) ([]byte, err
 	case b.batches <= 0:
 		b.cut = cutBatches
 		return dst, errNotRead
-	case !takeSlot():
+	case !records.TakeSlot():
 		b.cut = cutBusy
 		return dst, errNotRead
 	}
-	defer giveSlot()
+	defer records.GiveSlot()
 	grant := b.bytes
 	if b.rate != nil {
 		if grant = b.rate.take(b.bytes, time.Now()); grant == 0 {
@@ -108,14 +110,14 @@ func (b *inflateBudget) inflate(dst []byte, codec int, data []byte) ([]byte, err
 		}
 	}
 	b.batches--
-	out, err := inflate(dst, codec, data, grant)
+	out, err := records.Inflate(dst, codec, data, grant)
 	n := len(out) - len(dst)
 	b.inflated += n
 	b.bytes -= n
 	if b.rate != nil {
 		b.rate.giveBack(grant - n)
 	}
-	if err == errOverBudget {
+	if err == records.ErrOverBudget {
 		b.cut = cutBytes
 		if grant < b.bytes+n {
 			b.cut = cutRate // the rate granted less than the request had left

@@ -6,6 +6,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kproxy/kproxy/framing"
+	"github.com/kproxy/kproxy/records"
 )
 
 // facts are what a span says about a request beyond its header.
@@ -47,7 +48,7 @@ func requestFacts(req kmsg.Request, ids *framing.TopicIDs) facts {
 	case *kmsg.ProduceRequest:
 		for _, t := range r.Topics {
 			for _, p := range t.Partitions {
-				f.records += batchRecordCount(p.Records)
+				f.records += records.RecordCount(p.Records)
 				f.batches = append(f.batches, p.Records)
 			}
 		}

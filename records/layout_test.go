@@ -1,4 +1,4 @@
-package tracing
+package records
 
 import (
 	"bytes"
@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kproxy/kproxy/internal/batchtest"
 )
 
 // The batch the helpers build has the layout the wire reference gives, so
@@ -14,11 +16,11 @@ import (
 func TestBatchLayout(t *testing.T) {
 	recs := encodeRecords(kmsg.Record{Value: []byte("v")})
 	b := plainBatch(kmsg.Record{Value: []byte("v")})
-	if len(b) != batchHeaderSize+len(recs) {
-		t.Fatalf("batch %d bytes, want %d", len(b), batchHeaderSize+len(recs))
+	if len(b) != HeaderSize+len(recs) {
+		t.Fatalf("batch %d bytes, want %d", len(b), HeaderSize+len(recs))
 	}
-	if b[batchMagicOff] != 2 || binary.BigEndian.Uint32(b[batchCountOff:]) != 1 || !bytes.Equal(b[batchHeaderSize:], recs) {
-		t.Fatalf("batch header misplaced: % x", b[:batchHeaderSize])
+	if b[MagicOff] != 2 || binary.BigEndian.Uint32(b[CountOff:]) != 1 || !bytes.Equal(b[HeaderSize:], recs) {
+		t.Fatalf("batch header misplaced: % x", b[:HeaderSize])
 	}
 	// kmsg must read it back the same, CRC included.
 	var rb kmsg.RecordBatch
@@ -43,17 +45,15 @@ func TestBatchRecordCount(t *testing.T) {
 		{"concatenated", concat(three, compressed, three), 11},
 		{"truncated second", concat(three, compressed[:40]), 3},
 		{"truncated last byte", concat(three, compressed[:len(compressed)-1]), 3},
-		{"short header", three[:batchHeaderSize-1], 0},
+		{"short header", three[:HeaderSize-1], 0},
 	} {
-		if got := batchRecordCount(tc.records); got != tc.want {
+		if got := RecordCount(tc.records); got != tc.want {
 			t.Errorf("%s: %d records, want %d", tc.name, got, tc.want)
 		}
 	}
 }
 
-func concat(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
-
-// eachBatch yields every whole batch and stops, without panicking, at
+// EachBatch yields every whole batch and stops, without panicking, at
 // anything that is not one.
 func TestEachBatch(t *testing.T) {
 	a := plainBatch(kmsg.Record{Value: []byte("a")})
@@ -62,13 +62,13 @@ func TestEachBatch(t *testing.T) {
 	all := concat(a, b, c)
 
 	var got [][]byte
-	eachBatch(all, func(batch []byte) bool { got = append(got, batch); return true })
+	EachBatch(all, func(batch []byte) bool { got = append(got, batch); return true })
 	if len(got) != 3 || !bytes.Equal(got[0], a) || !bytes.Equal(got[1], b) || !bytes.Equal(got[2], c) {
-		t.Fatalf("eachBatch split %d batches, want a, b, c", len(got))
+		t.Fatalf("EachBatch split %d batches, want a, b, c", len(got))
 	}
 
 	n := 0
-	eachBatch(all, func([]byte) bool { n++; return false })
+	EachBatch(all, func([]byte) bool { n++; return false })
 	if n != 1 {
 		t.Errorf("fn returning false: %d calls, want 1", n)
 	}
@@ -76,8 +76,8 @@ func TestEachBatch(t *testing.T) {
 	// Every truncation of the input yields only the whole batches before it.
 	for cut := 0; cut < len(all); cut++ {
 		n := 0
-		eachBatch(all[:cut], func(batch []byte) bool {
-			if len(batch) < batchHeaderSize {
+		EachBatch(all[:cut], func(batch []byte) bool {
+			if len(batch) < HeaderSize {
 				t.Fatalf("cut %d: yielded %d-byte batch", cut, len(batch))
 			}
 			n++
@@ -97,25 +97,25 @@ func TestEachBatch(t *testing.T) {
 	// Corrupt headers: wrong magic, a length below the header, a length
 	// past the input, a negative length.
 	for name, edit := range map[string]func([]byte){
-		"magic 1":          func(b []byte) { b[batchMagicOff] = 1 },
-		"length too small": func(b []byte) { binary.BigEndian.PutUint32(b[batchLengthOff:], 10) },
-		"length too big":   func(b []byte) { binary.BigEndian.PutUint32(b[batchLengthOff:], 1<<30) },
-		"negative length":  func(b []byte) { binary.BigEndian.PutUint32(b[batchLengthOff:], 0xfffffff0) },
+		"magic 1":          func(b []byte) { b[MagicOff] = 1 },
+		"length too small": func(b []byte) { binary.BigEndian.PutUint32(b[LengthOff:], 10) },
+		"length too big":   func(b []byte) { binary.BigEndian.PutUint32(b[LengthOff:], 1<<30) },
+		"negative length":  func(b []byte) { binary.BigEndian.PutUint32(b[LengthOff:], 0xfffffff0) },
 	} {
 		bad := bytes.Clone(a)
 		edit(bad)
 		n := 0
-		eachBatch(concat(bad, b), func([]byte) bool { n++; return true })
+		EachBatch(concat(bad, b), func([]byte) bool { n++; return true })
 		if n != 0 {
 			t.Errorf("%s: %d batches yielded", name, n)
 		}
 	}
 }
 
-// eachHeader finds the values of one header key across records with and
+// EachHeader finds the values of one header key across records with and
 // without headers, null keys and null values.
 func TestEachHeader(t *testing.T) {
-	sc := spanCtx(1, 1, true)
+	sc := batchtest.Traceparent(1)
 	recs := []kmsg.Record{
 		{Key: nil, Value: nil}, // 0: no headers, null key and value
 		tracedRecord(sc),       // 1
@@ -130,14 +130,14 @@ func TestEachHeader(t *testing.T) {
 		null  bool
 	}
 	var got []hit
-	err := eachHeader(raw, len(recs), "traceparent", func(i int, v []byte) bool {
+	err := EachHeader(raw, len(recs), "traceparent", func(i int, v []byte) bool {
 		got = append(got, hit{i, string(v), v == nil})
 		return true
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []hit{{1, traceparent(sc), false}, {3, "", true}, {3, "second", false}}
+	want := []hit{{1, sc, false}, {3, "", true}, {3, "second", false}}
 	if len(got) != len(want) {
 		t.Fatalf("hits %+v, want %+v", got, want)
 	}
@@ -149,12 +149,12 @@ func TestEachHeader(t *testing.T) {
 
 	// fn returning false stops at once, without error.
 	calls := 0
-	if err := eachHeader(raw, len(recs), "traceparent", func(int, []byte) bool { calls++; return false }); err != nil || calls != 1 {
+	if err := EachHeader(raw, len(recs), "traceparent", func(int, []byte) bool { calls++; return false }); err != nil || calls != 1 {
 		t.Errorf("stop: %d calls, err %v", calls, err)
 	}
 	// count bounds the records read.
 	calls = 0
-	eachHeader(raw, 2, "a", func(int, []byte) bool { calls++; return true })
+	EachHeader(raw, 2, "a", func(int, []byte) bool { calls++; return true })
 	if calls != 0 {
 		t.Errorf("read past count: header of record 2 seen")
 	}
@@ -163,14 +163,14 @@ func TestEachHeader(t *testing.T) {
 // A record cut anywhere is reported as truncated, never a panic, and
 // headers before the cut are still found.
 func TestEachHeaderTruncated(t *testing.T) {
-	sc := spanCtx(1, 1, true)
+	sc := batchtest.Traceparent(1)
 	first := encodeRecords(tracedRecord(sc))
 	raw := encodeRecords(tracedRecord(sc), kmsg.Record{Key: []byte("key"), Value: []byte("value"), Headers: hdrs("traceparent", "x", "h", "v")})
 	for cut := len(first) + 1; cut < len(raw); cut++ {
 		seen := 0
-		err := eachHeader(raw[:cut], 2, "traceparent", func(int, []byte) bool { seen++; return true })
-		if !errors.Is(err, errTruncated) {
-			t.Errorf("cut %d of %d: err %v, want errTruncated", cut, len(raw), err)
+		err := EachHeader(raw[:cut], 2, "traceparent", func(int, []byte) bool { seen++; return true })
+		if !errors.Is(err, ErrTruncated) {
+			t.Errorf("cut %d of %d: err %v, want ErrTruncated", cut, len(raw), err)
 		}
 		if seen != 1 {
 			t.Errorf("cut %d: %d headers seen, want the first record's", cut, seen)
@@ -185,7 +185,7 @@ func TestEachHeaderTruncated(t *testing.T) {
 	inner = binary.AppendVarint(inner, 100) // value longer than the record
 	inner = append(inner, "short"...)
 	bad := append(binary.AppendVarint(nil, int64(len(inner))), inner...)
-	if err := eachHeader(bad, 1, "traceparent", func(int, []byte) bool { return true }); !errors.Is(err, errTruncated) {
+	if err := EachHeader(bad, 1, "traceparent", func(int, []byte) bool { return true }); !errors.Is(err, ErrTruncated) {
 		t.Errorf("overrunning value: err %v", err)
 	}
 	// A header count larger than the headers present.
@@ -194,11 +194,11 @@ func TestEachHeaderTruncated(t *testing.T) {
 	inner = binary.AppendVarint(inner, 1) // ...but only one key byte
 	inner = append(inner, 'k')
 	bad = append(binary.AppendVarint(nil, int64(len(inner))), inner...)
-	if err := eachHeader(bad, 1, "k", func(int, []byte) bool { return true }); !errors.Is(err, errTruncated) {
+	if err := EachHeader(bad, 1, "k", func(int, []byte) bool { return true }); !errors.Is(err, ErrTruncated) {
 		t.Errorf("missing headers: err %v", err)
 	}
 	// A negative record length.
-	if err := eachHeader(binary.AppendVarint(nil, -5), 1, "k", func(int, []byte) bool { return true }); !errors.Is(err, errTruncated) {
+	if err := EachHeader(binary.AppendVarint(nil, -5), 1, "k", func(int, []byte) bool { return true }); !errors.Is(err, ErrTruncated) {
 		t.Errorf("negative length: err %v", err)
 	}
 }

@@ -1,4 +1,4 @@
-package tracing
+package records
 
 import (
 	"encoding/binary"
@@ -8,19 +8,19 @@ import (
 // Record batch (magic 2) layout: the facts kproxy reads without decoding
 // records.
 const (
-	batchLengthOff  = 8  // int32, bytes after this field
-	batchMagicOff   = 16 // int8
-	batchAttrsOff   = 21 // int16; bits 0-2 compression
-	batchCountOff   = 57 // int32 records_count
-	batchHeaderSize = 61
+	LengthOff  = 8  // int32, bytes after this field
+	MagicOff   = 16 // int8
+	AttrsOff   = 21 // int16; bits 0-2 compression
+	CountOff   = 57 // int32 records_count
+	HeaderSize = 61
 )
 
-// eachBatch calls fn with every whole magic-2 batch in records.
-func eachBatch(records []byte, fn func(batch []byte) bool) {
-	for len(records) >= batchHeaderSize {
-		n := int(int32(binary.BigEndian.Uint32(records[batchLengthOff:])))
-		end := batchLengthOff + 4 + n
-		if n < batchHeaderSize-batchLengthOff-4 || end > len(records) || records[batchMagicOff] != 2 {
+// EachBatch calls fn with every whole magic-2 batch in records.
+func EachBatch(records []byte, fn func(batch []byte) bool) {
+	for len(records) >= HeaderSize {
+		n := int(int32(binary.BigEndian.Uint32(records[LengthOff:])))
+		end := LengthOff + 4 + n
+		if n < HeaderSize-LengthOff-4 || end > len(records) || records[MagicOff] != 2 {
 			return
 		}
 		if !fn(records[:end]) {
@@ -30,31 +30,31 @@ func eachBatch(records []byte, fn func(batch []byte) bool) {
 	}
 }
 
-// batchRecordCount sums records_count over the batches, from their headers
+// RecordCount sums records_count over the batches, from their headers
 // alone: no decompression.
-func batchRecordCount(records []byte) int {
+func RecordCount(records []byte) int {
 	total := 0
-	eachBatch(records, func(b []byte) bool {
-		total += max(0, int(int32(binary.BigEndian.Uint32(b[batchCountOff:]))))
+	EachBatch(records, func(b []byte) bool {
+		total += max(0, int(int32(binary.BigEndian.Uint32(b[CountOff:]))))
 		return true
 	})
 	return total
 }
 
-func compression(batch []byte) int { return int(binary.BigEndian.Uint16(batch[batchAttrsOff:]) & 7) }
+func CodecOf(batch []byte) int { return int(binary.BigEndian.Uint16(batch[AttrsOff:]) & 7) }
 
-var errTruncated = errors.New("truncated record")
+var ErrTruncated = errors.New("truncated record")
 
-// eachHeader walks uncompressed records and calls fn for each record's
+// EachHeader walks uncompressed records and calls fn for each record's
 // headers with the given key; fn returns false to stop. The layout: length,
 // attributes, timestamp delta, offset delta, key, value, headers; lengths
 // and counts are zig-zag varints, -1 meaning null.
-func eachHeader(records []byte, count int, key string, fn func(record int, value []byte) bool) error {
+func EachHeader(records []byte, count int, key string, fn func(record int, value []byte) bool) error {
 	r := varReader{b: records}
 	for i := 0; i < count && len(r.b) > 0; i++ {
 		n := r.varint()
 		if r.err != nil || n < 0 || int(n) > len(r.b) {
-			return errTruncated
+			return ErrTruncated
 		}
 		rec := varReader{b: r.b[:n]}
 		r.b = r.b[n:]
@@ -88,7 +88,7 @@ func (r *varReader) varint() int64 {
 	}
 	v, n := binary.Varint(r.b)
 	if n <= 0 {
-		r.err = errTruncated
+		r.err = ErrTruncated
 		return 0
 	}
 	r.b = r.b[n:]
@@ -97,7 +97,7 @@ func (r *varReader) varint() int64 {
 
 func (r *varReader) skip(n int) {
 	if r.err == nil && len(r.b) < n {
-		r.err = errTruncated
+		r.err = ErrTruncated
 	}
 	if r.err == nil {
 		r.b = r.b[n:]
@@ -110,7 +110,7 @@ func (r *varReader) bytes() []byte {
 		return nil
 	}
 	if int(n) > len(r.b) {
-		r.err = errTruncated
+		r.err = ErrTruncated
 		return nil
 	}
 	v := r.b[:n]

@@ -1,24 +1,14 @@
-package tracing
+package records
 
 import (
 	"bytes"
 	"errors"
 	"slices"
+	"sync"
 	"testing"
 
 	"github.com/klauspost/compress/zstd"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
-
-// sampleRecords is a records section worth compressing.
-func sampleRecords() []byte {
-	var recs []kmsg.Record
-	for i := 0; i < 50; i++ {
-		recs = append(recs, kmsg.Record{Key: []byte("key"), Value: bytes.Repeat([]byte("payload "), 20),
-			Headers: hdrs("traceparent", traceparent(spanCtx(byte(i), 1, true)))})
-	}
-	return encodeRecords(recs...)
-}
 
 // noLimit is a limit no test input reaches.
 const noLimit = 1 << 30
@@ -43,7 +33,7 @@ func TestInflateRoundTrip(t *testing.T) {
 		{"zstd stream", codecZstd, zstdStream(t, raw), raw},
 	} {
 		for _, dst := range [][]byte{nil, []byte("kept")} {
-			got, err := inflate(bytes.Clone(dst), tc.codec, tc.data, noLimit)
+			got, err := Inflate(bytes.Clone(dst), tc.codec, tc.data, noLimit)
 			if err != nil {
 				t.Errorf("%s: %v", tc.name, err)
 				continue
@@ -56,7 +46,7 @@ func TestInflateRoundTrip(t *testing.T) {
 }
 
 // A small batch that inflates past the limit stops at the limit: the
-// bytes up to it and errOverBudget, never more; one that inflates to
+// bytes up to it and ErrOverBudget, never more; one that inflates to
 // exactly the limit is read whole.
 func TestInflateBomb(t *testing.T) {
 	const limit = 256 << 10
@@ -78,15 +68,15 @@ func TestInflateBomb(t *testing.T) {
 			if len(bomb) > 1<<20 {
 				t.Fatalf("bomb is %d bytes; the test wants a small input", len(bomb))
 			}
-			out, err := inflate(nil, tc.codec, bomb, limit)
-			if !errors.Is(err, errOverBudget) || len(out) > limit || !bytes.Equal(out, raw[:len(out)]) {
-				t.Errorf("%d bytes, err %v, want at most %d bytes of the input and errOverBudget", len(out), err, limit)
+			out, err := Inflate(nil, tc.codec, bomb, limit)
+			if !errors.Is(err, ErrOverBudget) || len(out) > limit || !bytes.Equal(out, raw[:len(out)]) {
+				t.Errorf("%d bytes, err %v, want at most %d bytes of the input and ErrOverBudget", len(out), err, limit)
 			}
 			if tc.name != "snappy raw" && len(out) < limit/2 {
 				// Streams (and xerial's blocks) give what fits.
 				t.Errorf("only %d bytes of %d read before the limit", len(out), limit)
 			}
-			out, err = inflate(nil, tc.codec, tc.compress(raw[:limit]), limit)
+			out, err = Inflate(nil, tc.codec, tc.compress(raw[:limit]), limit)
 			if err != nil || len(out) != limit {
 				t.Errorf("at the limit: %d bytes, %v", len(out), err)
 			}
@@ -104,7 +94,7 @@ func TestInflateZstdWindowBound(t *testing.T) {
 	}
 	w.Write(bytes.Repeat(sampleRecords(), 100)) // over one block, or the frame states its size instead
 	w.Close()
-	if out, err := inflate(nil, codecZstd, buf.Bytes(), noLimit); !errors.Is(err, zstd.ErrWindowSizeExceeded) {
+	if out, err := Inflate(nil, codecZstd, buf.Bytes(), noLimit); !errors.Is(err, zstd.ErrWindowSizeExceeded) {
 		t.Fatalf("%d bytes, err %v, want ErrWindowSizeExceeded", len(out), err)
 	}
 }
@@ -122,7 +112,7 @@ func TestInflateCorrupt(t *testing.T) {
 			"truncated": data[:len(data)/2],
 			"flipped":   flip(data),
 		} {
-			out, err := inflate(nil, codec, bad, noLimit)
+			out, err := Inflate(nil, codec, bad, noLimit)
 			// Empty input is an empty frame stream to lz4 and zstd.
 			emptyOK := name == "empty" && (codec == codecLZ4 || codec == codecZstd) && len(out) == 0
 			if err == nil && !emptyOK {
@@ -141,12 +131,12 @@ func TestInflateCorrupt(t *testing.T) {
 		"bad block":           append(bytes.Clone(x[:16]), 0, 0, 0, 3, 0xff, 0xff, 0xff),
 	} {
 		// Clipped: reading past len must not find spare capacity.
-		if _, err := inflate(nil, codecSnappy, slices.Clip(bad), noLimit); err == nil {
+		if _, err := Inflate(nil, codecSnappy, slices.Clip(bad), noLimit); err == nil {
 			t.Errorf("xerial %s: no error", name)
 		}
 	}
 	for _, codec := range []int{5, 6, 7} {
-		if _, err := inflate(nil, codec, raw, noLimit); err == nil {
+		if _, err := Inflate(nil, codec, raw, noLimit); err == nil {
 			t.Errorf("codec %d accepted", codec)
 		}
 	}
@@ -159,4 +149,43 @@ func flip(data []byte) []byte {
 		b[i] ^= 0xff
 	}
 	return b
+}
+
+// Inflations do not share a decoder: one held in the middle of its stream
+// is undisturbed by others running meanwhile, from this goroutine and
+// from others at once (where -race would see a shared one).
+func TestInflationsHaveTheirOwnDecoders(t *testing.T) {
+	raw := bytes.Repeat(sampleRecords(), 40) // several zstd blocks
+	held := zstdDecoders.Get().(*zstd.Decoder)
+	defer zstdDecoders.Put(held)
+	if err := held.Reset(bytes.NewReader(zstdStream(t, raw))); err != nil {
+		t.Fatal(err)
+	}
+	head := make([]byte, 1000)
+	if _, err := held.Read(head); err != nil {
+		t.Fatal(err)
+	}
+
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			mine := bytes.Repeat([]byte{byte(i)}, 300<<10)
+			data := zstdStream(t, mine)
+			for range 5 {
+				got, err := Inflate(nil, codecZstd, data, 1<<20)
+				if err != nil || !bytes.Equal(got, mine) {
+					t.Errorf("goroutine %d: %d bytes, %v", i, len(got), err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+
+	rest, err := readUpTo(head, held, len(raw))
+	if err != nil || !bytes.Equal(rest, raw) {
+		t.Fatalf("the held stream came back with %d bytes (%v), want its own %d", len(rest), err, len(raw))
+	}
 }

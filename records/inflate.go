@@ -1,4 +1,4 @@
-package tracing
+package records
 
 import (
 	"bytes"
@@ -14,9 +14,9 @@ import (
 	"github.com/pierrec/lz4/v4"
 )
 
-// errOverBudget says a batch inflates to more than the request had left;
+// ErrOverBudget says a batch inflates to more than the request had left;
 // what was inflated up to the budget is still returned.
-var errOverBudget = errors.New("batch inflates past the request's max_decompressed_bytes")
+var ErrOverBudget = errors.New("batch inflates past the request's max_decompressed_bytes")
 
 // xerialMagic starts snappy data framed the way the Java client writes it.
 var xerialMagic = []byte{0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0}
@@ -25,8 +25,8 @@ var xerialMagic = []byte{0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0}
 // batch attributes' low bits), at most limit bytes of them. The decoders
 // stream: they stop as soon as limit bytes are out, so a batch that would
 // inflate to gigabytes costs no more than limit (plus the block the
-// decoder was in). Past limit it returns what it has and errOverBudget.
-func inflate(dst []byte, codec int, data []byte, limit int) ([]byte, error) {
+// decoder was in). Past limit it returns what it has and ErrOverBudget.
+func Inflate(dst []byte, codec int, data []byte, limit int) ([]byte, error) {
 	switch codec {
 	case 1:
 		zr := gzipDecoders.Get().(*gzip.Reader)
@@ -57,7 +57,7 @@ func inflate(dst []byte, codec int, data []byte, limit int) ([]byte, error) {
 }
 
 // readUpTo appends what r gives to dst until EOF, or until more than limit
-// bytes would be appended: then it stops at limit with errOverBudget.
+// bytes would be appended: then it stops at limit with ErrOverBudget.
 // It never asks r for more than one byte past limit.
 func readUpTo(dst []byte, r io.Reader, limit int) ([]byte, error) {
 	end := len(dst) + limit
@@ -69,7 +69,7 @@ func readUpTo(dst []byte, r io.Reader, limit int) ([]byte, error) {
 		n, err := r.Read(dst[len(dst):min(cap(dst), end+1)])
 		dst = dst[:len(dst)+n]
 		if len(dst) > end {
-			return dst[:end], errOverBudget
+			return dst[:end], ErrOverBudget
 		}
 		if err == io.EOF {
 			return dst, nil
@@ -89,15 +89,15 @@ func unsnappy(dst, data []byte, limit int) ([]byte, error) {
 		return snappyBlock(dst, data, end)
 	}
 	if len(data) < 16 {
-		return dst, errTruncated
+		return dst, ErrTruncated
 	}
 	for rest := data[16:]; len(rest) > 0; {
 		if len(rest) < 4 {
-			return dst, errTruncated
+			return dst, ErrTruncated
 		}
 		n := int(binary.BigEndian.Uint32(rest))
 		if n > len(rest)-4 {
-			return dst, errTruncated
+			return dst, ErrTruncated
 		}
 		var err error
 		if dst, err = snappyBlock(dst, rest[4:4+n], end); err != nil {
@@ -116,7 +116,7 @@ func snappyBlock(dst, block []byte, end int) ([]byte, error) {
 		return dst, err
 	}
 	if n > end-len(dst) {
-		return dst, errOverBudget
+		return dst, ErrOverBudget
 	}
 	dst = slices.Grow(dst, n)
 	if _, err := s2.Decode(dst[len(dst):len(dst)+n], block); err != nil {

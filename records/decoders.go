@@ -1,4 +1,4 @@
-package tracing
+package records
 
 import (
 	"runtime"
@@ -41,9 +41,9 @@ var (
 // clients relayed beside them.
 var inflateSlots = make(chan struct{}, max(1, runtime.GOMAXPROCS(0)/2))
 
-// takeSlot reserves an inflation slot, or reports false when all are in
+// TakeSlot reserves an inflation slot, or reports false when all are in
 // use.
-func takeSlot() bool {
+func TakeSlot() bool {
 	select {
 	case inflateSlots <- struct{}{}:
 		return true
@@ -52,4 +52,4 @@ func takeSlot() bool {
 	}
 }
 
-func giveSlot() { <-inflateSlots }
+func GiveSlot() { <-inflateSlots }
