@@ -68,6 +68,14 @@ type ProduceOpts struct {
 	// connections, so a producer stays connected and busy for that long
 	// (the sasl-origination cells, across several re-authentications).
 	Pace time.Duration
+	// Faults says the network will fail for seconds at a time
+	// (connections reset, cut mid-frame or black-holed): the driver
+	// configures its library's retries to ride that out, as an
+	// application on a flaky network would, and nothing that hides a
+	// failure. Most libraries' defaults already do
+	// (TestToxicsEveryClient); franz-go needs AlwaysRetryEOF (franzFaults)
+	// and kcat -E (clients/kcat/driver.py).
+	Faults bool
 }
 
 // ConsumeOpts describes one consume run by consumer group, from the
@@ -86,6 +94,8 @@ type ConsumeOpts struct {
 	// Members is how many consumers join the group (1 or 2); with 2 both
 	// run at once in the same group, so the group rebalances.
 	Members int
+	// Faults is ProduceOpts.Faults for the consumers.
+	Faults bool
 }
 
 // AdminOpts describes the admin scenario: create Topic with Partitions,
@@ -125,6 +135,7 @@ const (
 	Rebalance    Feature = "rebalance"
 	KIP848       Feature = "kip848"
 	Transactions Feature = "transactions"
+	Idempotence  Feature = "idempotence" // an idempotent producer
 	SASLPlain    Feature = "sasl-plain"
 	SASLScram    Feature = "sasl-scram512"
 	Admin        Feature = "admin"

@@ -41,6 +41,17 @@ func (Franz) opts(c Conn) ([]kgo.Opt, error) {
 	return o, nil
 }
 
+// franzFaults are franz-go's settings for a network that fails for
+// seconds at a time. By default franz-go does not retry a request whose
+// connection ends before the first response (an EOF on ApiVersions or on
+// the first request), taking it for a TLS or SASL misconfiguration, and
+// fails the records: a reset or a cut right after a reconnect then fails
+// an idempotent producer outright (TestToxicsEveryClient saw "broker
+// closed the connection immediately during api versions negotiation",
+// then OUT_OF_ORDER_SEQUENCE_NUMBER for the next batch). AlwaysRetryEOF
+// is its documented switch for a configuration known to be right.
+var franzFaults = []kgo.Opt{kgo.AlwaysRetryEOF()}
+
 func codec(name string) (kgo.CompressionCodec, error) {
 	switch name {
 	case "", "none":
@@ -67,6 +78,9 @@ func (d Franz) Produce(ctx context.Context, o ProduceOpts, recs []Record) error 
 		return err
 	}
 	opts = append(opts, kgo.DefaultProduceTopic(o.Topic), kgo.ProducerBatchCompression(c))
+	if o.Faults {
+		opts = append(opts, franzFaults...)
+	}
 	if o.Acks == "0" {
 		opts = append(opts, kgo.RequiredAcks(kgo.NoAck()), kgo.DisableIdempotentWrite())
 	} else if !o.Idempotent && o.TransactionalID == "" {
@@ -130,6 +144,9 @@ func (d Franz) Consume(ctx context.Context, o ConsumeOpts) ([]Delivered, error) 
 		return nil, err
 	}
 	opts = append(opts, kgo.ConsumeTopics(o.Topic), kgo.ConsumerGroup(o.Group), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if o.Faults {
+		opts = append(opts, franzFaults...)
+	}
 	if o.ReadCommitted {
 		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
 	}

@@ -20,7 +20,7 @@ func (d KafkaGo) Name() string { return "segmentio/kafka-go " + d.Version }
 
 func (KafkaGo) Unsupported(f Feature) string {
 	switch f {
-	case Transactions:
+	case Transactions, Idempotence:
 		return "kafka-go's Writer writes record batches without a producer id: no idempotent or transactional produce"
 	case KIP848:
 		return "kafka-go implements only the classic consumer group protocol (no KIP-848)"

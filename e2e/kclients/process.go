@@ -61,6 +61,9 @@ func (p *Process) Produce(ctx context.Context, o ProduceOpts, recs []Record) err
 	if o.Pace > 0 {
 		args = append(args, "--pace-ms", strconv.FormatInt(o.Pace.Milliseconds(), 10))
 	}
+	if o.Faults {
+		args = append(args, "--faults")
+	}
 	if o.TransactionalID != "" {
 		ab, err := p.writeRecords("aborted", o.Aborted)
 		if err != nil {
@@ -83,6 +86,9 @@ func (p *Process) Consume(ctx context.Context, o ConsumeOpts) ([]Delivered, erro
 		"--members", strconv.Itoa(max(o.Members, 1)), "--output", out.Name()}
 	if o.ReadCommitted {
 		args = append(args, "--read-committed")
+	}
+	if o.Faults {
+		args = append(args, "--faults")
 	}
 	// The program enforces the timeout; the context is a backstop.
 	ctx, cancel := context.WithTimeout(ctx, o.Timeout+30*time.Second)

@@ -25,6 +25,13 @@ from contract import Failure, log  # noqa: E402
 
 KCAT = os.environ.get("KCAT", "kcat")
 COMPRESSION = ("none", "gzip", "snappy", "lz4", "zstd")
+# --faults (the network fails for seconds at a time): kcat exits on the
+# first "all broker connections are down" that librdkafka reports, which
+# one reset of the only broker's connection is, unless -E ("do not exit on
+# non-fatal error"); librdkafka's own retries ride the fault out, an
+# undelivered record still makes kcat -P exit non-zero, and a fatal error
+# still ends it.
+FAULTS_FLAG = "-E"
 
 
 def versions():
@@ -97,6 +104,8 @@ def produce(args):
            "-X", f"compression.codec={args.compression}",
            "-X", f"enable.idempotence={'true' if args.idempotent else 'false'}",
            "-m", "30"]
+    if args.faults:
+        cmd.append(FAULTS_FLAG)
     if args.pace_ms > 0:
         returncode, stderr = produce_paced(cmd, args.input, args.pace_ms / 1000)
     else:
@@ -156,6 +165,8 @@ def consume(args):
            "-f", "%p\\t%k\\t%s\\n"]
     if args.protocol == "consumer":
         cmd += ["-X", "group.protocol=consumer"]
+    if args.faults:
+        cmd.append(FAULTS_FLAG)
     cmd.append(args.topic)
     lock = threading.Lock()
     seen = set()

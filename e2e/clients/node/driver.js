@@ -29,7 +29,7 @@ const COMPRESSION = {
   zstd: CompressionTypes.ZSTD,
 };
 
-const BOOL_FLAGS = new Set(['idempotent', 'read-committed']);
+const BOOL_FLAGS = new Set(['idempotent', 'read-committed', 'faults']);
 
 function parseArgs(argv) {
   const opts = {};
