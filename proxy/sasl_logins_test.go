@@ -137,12 +137,7 @@ func TestSaslReauthGivesWayToDrain(t *testing.T) {
 			const topic = "drain"
 			kopts := []kfake.Opt{kfake.SeedTopics(1, topic),
 				kfake.BrokerConfigs(map[string]string{"connections.max.reauth.ms": strconv.Itoa(lifetimeMs)})}
-			var env *originEnv
-			if upTLS {
-				env = startTLSOrigin(t, sasl.ScramSHA256, kopts, nil).originEnv
-			} else {
-				env = startOrigin(t, sasl.ScramSHA256, rightPassword, kopts)
-			}
+			env := startOriginOn(t, upTLS, sasl.ScramSHA256, kopts, originSetup{})
 			c := dialRaw(t, env.addr)
 			fetch := longFetch(topic)
 			fetch.MaxWaitMillis = 2 * lifetimeMs
@@ -186,13 +181,7 @@ func TestSaslLoginDroppedWhenClientLeaves(t *testing.T) {
 	for _, upTLS := range []bool{false, true} {
 		t.Run(map[bool]string{false: "netpoll", true: "tls-stream"}[upTLS], func(t *testing.T) {
 			one := func(u *sasl.Upstream) { u.MaxConcurrentLogins = 1 }
-			var env *originEnv
-			kopts := []kfake.Opt{kfake.SeedTopics(1, "leave")}
-			if upTLS {
-				env = startTLSOriginWith(t, sasl.ScramSHA256, kopts, originSetup{upstream: one}).originEnv
-			} else {
-				env = startOriginWith(t, sasl.ScramSHA256, rightPassword, kopts, originSetup{upstream: one})
-			}
+			env := startOriginOn(t, upTLS, sasl.ScramSHA256, []kfake.Opt{kfake.SeedTopics(1, "leave")}, originSetup{upstream: one})
 			release := make(chan struct{})
 			var handshakes atomic.Int32
 			env.cluster.ControlKey(int16(kmsg.SASLHandshake), func(kmsg.Request) (kmsg.Response, error, bool) {

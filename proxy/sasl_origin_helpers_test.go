@@ -144,8 +144,5 @@ func saslAuths(reg *prometheus.Registry, kind, result string) float64 {
 func startReauthOrigin(t *testing.T, topic string, upTLS bool) *originEnv {
 	t.Helper()
 	kopts := []kfake.Opt{kfake.SeedTopics(1, topic), kfake.BrokerConfigs(map[string]string{"connections.max.reauth.ms": "1000"})}
-	if upTLS {
-		return startTLSOrigin(t, sasl.ScramSHA256, kopts, nil).originEnv
-	}
-	return startOrigin(t, sasl.ScramSHA256, rightPassword, kopts)
+	return startOriginOn(t, upTLS, sasl.ScramSHA256, kopts, originSetup{})
 }

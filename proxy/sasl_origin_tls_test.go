@@ -25,6 +25,17 @@ func startTLSOrigin(t testing.TB, mech string, kopts []kfake.Opt, tr *tracing.Tr
 	return startTLSOriginWith(t, mech, kopts, originSetup{tr: tr})
 }
 
+// startOriginOn is SASL origination (password rightPassword) over the
+// netpoll driver, to a plaintext upstream, or with upTLS over the stream
+// driver, to a TLS one, with what o adds.
+func startOriginOn(t testing.TB, upTLS bool, mech string, kopts []kfake.Opt, o originSetup) *originEnv {
+	t.Helper()
+	if upTLS {
+		return startTLSOriginWith(t, mech, kopts, o).originEnv
+	}
+	return startOriginWith(t, mech, rightPassword, kopts, o)
+}
+
 // startTLSOriginWith is startTLSOrigin with what o adds (its broker and
 // setup are the TLS world's).
 func startTLSOriginWith(t testing.TB, mech string, kopts []kfake.Opt, o originSetup) *tlsOrigin {

@@ -285,12 +285,7 @@ func TestSaslOriginDrainDuringReauthWait(t *testing.T) {
 func testDrainDuringReauthWait(t *testing.T, upTLS bool) {
 	const topic = "drain"
 	kopts := []kfake.Opt{kfake.SeedTopics(1, topic), kfake.BrokerConfigs(map[string]string{"connections.max.reauth.ms": "2000"})}
-	var env *originEnv
-	if upTLS {
-		env = startTLSOrigin(t, sasl.ScramSHA512, kopts, nil).originEnv
-	} else {
-		env = startOrigin(t, sasl.ScramSHA512, rightPassword, kopts)
-	}
+	env := startOriginOn(t, upTLS, sasl.ScramSHA512, kopts, originSetup{})
 	c := dialRaw(t, env.addr)
 	fetch, md := longFetch(topic), metadataV9(topic)
 	if _, err := c.Write(encodeRequest(fetch, 21)); err != nil {

@@ -9,22 +9,24 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kproxy/kproxy/internal/batchtest"
 )
 
 // codecCases are batches as producers write them: every codec, snappy
 // both raw (librdkafka, franz-go) and xerial-framed (the Java client),
 // zstd with and without a declared content size.
 func codecCases(t *testing.T, recs []kmsg.Record) map[string][]byte {
-	raw := encodeRecords(recs...)
+	raw := batchtest.EncodeRecords(recs...)
 	n := len(recs)
 	return map[string][]byte{
-		"none":          makeBatch(0, n, raw),
-		"gzip":          makeBatch(codecGzip, n, gzipped(t, raw)),
-		"snappy-raw":    makeBatch(codecSnappy, n, snappyRaw(raw)),
-		"snappy-xerial": makeBatch(codecSnappy, n, xerial(raw, 100)),
-		"lz4":           makeBatch(codecLZ4, n, lz4Framed(t, raw)),
-		"zstd":          makeBatch(codecZstd, n, zstdAll(t, raw)),
-		"zstd-stream":   makeBatch(codecZstd, n, zstdStream(t, raw)),
+		"none":          batchtest.MakeBatch(0, n, raw),
+		"gzip":          batchtest.MakeBatch(batchtest.Gzip, n, batchtest.Gzipped(t, raw)),
+		"snappy-raw":    batchtest.MakeBatch(batchtest.Snappy, n, batchtest.SnappyRaw(raw)),
+		"snappy-xerial": batchtest.MakeBatch(batchtest.Snappy, n, batchtest.Xerial(raw, 100)),
+		"lz4":           batchtest.MakeBatch(batchtest.LZ4, n, batchtest.LZ4Framed(t, raw)),
+		"zstd":          batchtest.MakeBatch(batchtest.Zstd, n, batchtest.ZstdAll(t, raw)),
+		"zstd-stream":   batchtest.MakeBatch(batchtest.Zstd, n, batchtest.ZstdStream(t, raw)),
 	}
 }
 
@@ -36,7 +38,7 @@ func testRecords() []kmsg.Record {
 		case 1:
 			r.Key = nil // a null key stays null
 		case 2:
-			r.Headers = hdrs("a", "1", "b", "")
+			r.Headers = batchtest.Headers("a", "1", "b", "")
 		case 3:
 			r.Value = nil
 		}
@@ -136,13 +138,13 @@ func sameBytes(a, b []byte) bool { return (a == nil) == (b == nil) && bytes.Equa
 // A batch kproxy must not change is refused, never "fixed": a control
 // batch, one whose CRC fails, one cut short, one whose count lies.
 func TestDecodeRefuses(t *testing.T) {
-	good := plainBatch(kmsg.Record{Value: []byte("v")}, kmsg.Record{Value: []byte("w")})
+	good := batchtest.PlainBatch(kmsg.Record{Value: []byte("v")}, kmsg.Record{Value: []byte("w")})
 	control := slices.Clone(good)
 	control[22] |= 0x20
 	setProducer(control, -1, -1, -1) // recomputes the crc
 	badCRC := slices.Clone(good)
 	badCRC[len(badCRC)-1] ^= 1
-	lying := makeBatch(0, 3, encodeRecords(kmsg.Record{Value: []byte("v")}))
+	lying := batchtest.MakeBatch(0, 3, batchtest.EncodeRecords(kmsg.Record{Value: []byte("v")}))
 	for name, tc := range map[string]struct {
 		batch []byte
 		want  error
@@ -161,12 +163,12 @@ func TestDecodeRefuses(t *testing.T) {
 // same records.
 func FuzzBatchRewrite(f *testing.F) {
 	recs := testRecords()[:5]
-	f.Add(plainBatch(recs...), false)
-	f.Add(makeBatch(codecSnappy, len(recs), xerial(encodeRecords(recs...), 16)), true)
-	f.Add(makeBatch(codecSnappy, len(recs), snappyRaw(encodeRecords(recs...))), true)
-	f.Add(makeBatch(codecZstd, len(recs), zstdAll(f, encodeRecords(recs...))), true)
-	f.Add(makeBatch(codecLZ4, len(recs), lz4Framed(f, encodeRecords(recs...))), true)
-	f.Add(makeBatch(codecGzip, len(recs), gzipped(f, encodeRecords(recs...))), true)
+	f.Add(batchtest.PlainBatch(recs...), false)
+	f.Add(batchtest.MakeBatch(batchtest.Snappy, len(recs), batchtest.Xerial(batchtest.EncodeRecords(recs...), 16)), true)
+	f.Add(batchtest.MakeBatch(batchtest.Snappy, len(recs), batchtest.SnappyRaw(batchtest.EncodeRecords(recs...))), true)
+	f.Add(batchtest.MakeBatch(batchtest.Zstd, len(recs), batchtest.ZstdAll(f, batchtest.EncodeRecords(recs...))), true)
+	f.Add(batchtest.MakeBatch(batchtest.LZ4, len(recs), batchtest.LZ4Framed(f, batchtest.EncodeRecords(recs...))), true)
+	f.Add(batchtest.MakeBatch(batchtest.Gzip, len(recs), batchtest.Gzipped(f, batchtest.EncodeRecords(recs...))), true)
 	f.Fuzz(func(t *testing.T, in []byte, fix bool) {
 		if fix && len(in) >= HeaderSize {
 			// Length and crc made right, so the fuzzer reaches the

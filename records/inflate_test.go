@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/kproxy/kproxy/internal/batchtest"
 )
 
 // noLimit is a limit no test input reaches.
@@ -16,21 +18,21 @@ const noLimit = 1 << 30
 // Every codec a producer may use comes back to the bytes it was given,
 // appended to what dst held.
 func TestInflateRoundTrip(t *testing.T) {
-	raw := sampleRecords()
+	raw := batchtest.SampleRecords()
 	for _, tc := range []struct {
 		name  string
 		codec int
 		data  []byte
 		want  []byte
 	}{
-		{"gzip", codecGzip, gzipped(t, raw), raw},
-		{"snappy raw", codecSnappy, snappyRaw(raw), raw},
-		{"snappy xerial one block", codecSnappy, xerial(raw, 32<<10), raw},
-		{"snappy xerial many blocks", codecSnappy, xerial(raw, 1000), raw},
-		{"snappy xerial no blocks", codecSnappy, xerial(nil, 1), nil},
-		{"lz4", codecLZ4, lz4Framed(t, raw), raw},
-		{"zstd", codecZstd, zstdAll(t, raw), raw},
-		{"zstd stream", codecZstd, zstdStream(t, raw), raw},
+		{"gzip", batchtest.Gzip, batchtest.Gzipped(t, raw), raw},
+		{"snappy raw", batchtest.Snappy, batchtest.SnappyRaw(raw), raw},
+		{"snappy xerial one block", batchtest.Snappy, batchtest.Xerial(raw, 32<<10), raw},
+		{"snappy xerial many blocks", batchtest.Snappy, batchtest.Xerial(raw, 1000), raw},
+		{"snappy xerial no blocks", batchtest.Snappy, batchtest.Xerial(nil, 1), nil},
+		{"lz4", batchtest.LZ4, batchtest.LZ4Framed(t, raw), raw},
+		{"zstd", batchtest.Zstd, batchtest.ZstdAll(t, raw), raw},
+		{"zstd stream", batchtest.Zstd, batchtest.ZstdStream(t, raw), raw},
 	} {
 		for _, dst := range [][]byte{nil, []byte("kept")} {
 			got, err := Inflate(bytes.Clone(dst), tc.codec, tc.data, noLimit)
@@ -56,12 +58,12 @@ func TestInflateBomb(t *testing.T) {
 		codec    int
 		compress func([]byte) []byte
 	}{
-		{"gzip", codecGzip, func(b []byte) []byte { return gzipped(t, b) }},
-		{"snappy raw", codecSnappy, snappyRaw},
-		{"snappy xerial", codecSnappy, func(b []byte) []byte { return xerial(b, 64<<10) }},
-		{"lz4", codecLZ4, func(b []byte) []byte { return lz4Framed(t, b) }},
-		{"zstd", codecZstd, func(b []byte) []byte { return zstdAll(t, b) }},
-		{"zstd stream", codecZstd, func(b []byte) []byte { return zstdStream(t, b) }},
+		{"gzip", batchtest.Gzip, func(b []byte) []byte { return batchtest.Gzipped(t, b) }},
+		{"snappy raw", batchtest.Snappy, batchtest.SnappyRaw},
+		{"snappy xerial", batchtest.Snappy, func(b []byte) []byte { return batchtest.Xerial(b, 64<<10) }},
+		{"lz4", batchtest.LZ4, func(b []byte) []byte { return batchtest.LZ4Framed(t, b) }},
+		{"zstd", batchtest.Zstd, func(b []byte) []byte { return batchtest.ZstdAll(t, b) }},
+		{"zstd stream", batchtest.Zstd, func(b []byte) []byte { return batchtest.ZstdStream(t, b) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			bomb := tc.compress(raw)
@@ -92,18 +94,18 @@ func TestInflateZstdWindowBound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.Write(bytes.Repeat(sampleRecords(), 100)) // over one block, or the frame states its size instead
+	w.Write(bytes.Repeat(batchtest.SampleRecords(), 100)) // over one block, or the frame states its size instead
 	w.Close()
-	if out, err := Inflate(nil, codecZstd, buf.Bytes(), noLimit); !errors.Is(err, zstd.ErrWindowSizeExceeded) {
+	if out, err := Inflate(nil, batchtest.Zstd, buf.Bytes(), noLimit); !errors.Is(err, zstd.ErrWindowSizeExceeded) {
 		t.Fatalf("%d bytes, err %v, want ErrWindowSizeExceeded", len(out), err)
 	}
 }
 
 // Damaged input gives an error, never a panic or garbage.
 func TestInflateCorrupt(t *testing.T) {
-	raw := sampleRecords()
+	raw := batchtest.SampleRecords()
 	valid := map[int][]byte{
-		codecGzip: gzipped(t, raw), codecSnappy: snappyRaw(raw), codecLZ4: lz4Framed(t, raw), codecZstd: zstdAll(t, raw),
+		batchtest.Gzip: batchtest.Gzipped(t, raw), batchtest.Snappy: batchtest.SnappyRaw(raw), batchtest.LZ4: batchtest.LZ4Framed(t, raw), batchtest.Zstd: batchtest.ZstdAll(t, raw),
 	}
 	for codec, data := range valid {
 		for name, bad := range map[string][]byte{
@@ -114,13 +116,13 @@ func TestInflateCorrupt(t *testing.T) {
 		} {
 			out, err := Inflate(nil, codec, bad, noLimit)
 			// Empty input is an empty frame stream to lz4 and zstd.
-			emptyOK := name == "empty" && (codec == codecLZ4 || codec == codecZstd) && len(out) == 0
+			emptyOK := name == "empty" && (codec == batchtest.LZ4 || codec == batchtest.Zstd) && len(out) == 0
 			if err == nil && !emptyOK {
 				t.Errorf("codec %d %s: no error (%d bytes)", codec, name, len(out))
 			}
 		}
 	}
-	x := xerial(raw, 1000)
+	x := batchtest.Xerial(raw, 1000)
 	for name, bad := range map[string][]byte{
 		"header only magic":   x[:8],
 		"length cut":          x[:18],
@@ -131,7 +133,7 @@ func TestInflateCorrupt(t *testing.T) {
 		"bad block":           append(bytes.Clone(x[:16]), 0, 0, 0, 3, 0xff, 0xff, 0xff),
 	} {
 		// Clipped: reading past len must not find spare capacity.
-		if _, err := Inflate(nil, codecSnappy, slices.Clip(bad), noLimit); err == nil {
+		if _, err := Inflate(nil, batchtest.Snappy, slices.Clip(bad), noLimit); err == nil {
 			t.Errorf("xerial %s: no error", name)
 		}
 	}
@@ -155,10 +157,10 @@ func flip(data []byte) []byte {
 // is undisturbed by others running meanwhile, from this goroutine and
 // from others at once (where -race would see a shared one).
 func TestInflationsHaveTheirOwnDecoders(t *testing.T) {
-	raw := bytes.Repeat(sampleRecords(), 40) // several zstd blocks
+	raw := bytes.Repeat(batchtest.SampleRecords(), 40) // several zstd blocks
 	held := zstdDecoders.Get().(*zstd.Decoder)
 	defer zstdDecoders.Put(held)
-	if err := held.Reset(bytes.NewReader(zstdStream(t, raw))); err != nil {
+	if err := held.Reset(bytes.NewReader(batchtest.ZstdStream(t, raw))); err != nil {
 		t.Fatal(err)
 	}
 	head := make([]byte, 1000)
@@ -172,9 +174,9 @@ func TestInflationsHaveTheirOwnDecoders(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			mine := bytes.Repeat([]byte{byte(i)}, 300<<10)
-			data := zstdStream(t, mine)
+			data := batchtest.ZstdStream(t, mine)
 			for range 5 {
-				got, err := Inflate(nil, codecZstd, data, 1<<20)
+				got, err := Inflate(nil, batchtest.Zstd, data, 1<<20)
 				if err != nil || !bytes.Equal(got, mine) {
 					t.Errorf("goroutine %d: %d bytes, %v", i, len(got), err)
 					return

@@ -14,8 +14,8 @@ import (
 // The batch the helpers build has the layout the wire reference gives, so
 // the other tests exercise real offsets.
 func TestBatchLayout(t *testing.T) {
-	recs := encodeRecords(kmsg.Record{Value: []byte("v")})
-	b := plainBatch(kmsg.Record{Value: []byte("v")})
+	recs := batchtest.EncodeRecords(kmsg.Record{Value: []byte("v")})
+	b := batchtest.PlainBatch(kmsg.Record{Value: []byte("v")})
 	if len(b) != HeaderSize+len(recs) {
 		t.Fatalf("batch %d bytes, want %d", len(b), HeaderSize+len(recs))
 	}
@@ -32,8 +32,8 @@ func TestBatchLayout(t *testing.T) {
 // records_count comes from the headers alone, summed over batches; a
 // compressed batch counts without being inflated.
 func TestBatchRecordCount(t *testing.T) {
-	three := plainBatch(kmsg.Record{Value: []byte("a")}, kmsg.Record{Key: []byte("k")}, kmsg.Record{})
-	compressed := makeBatch(codecGzip, 5, []byte("not really gzip, never read"))
+	three := batchtest.PlainBatch(kmsg.Record{Value: []byte("a")}, kmsg.Record{Key: []byte("k")}, kmsg.Record{})
+	compressed := batchtest.MakeBatch(batchtest.Gzip, 5, []byte("not really gzip, never read"))
 	for _, tc := range []struct {
 		name    string
 		records []byte
@@ -42,9 +42,9 @@ func TestBatchRecordCount(t *testing.T) {
 		{"empty", nil, 0},
 		{"one batch", three, 3},
 		{"compressed", compressed, 5},
-		{"concatenated", concat(three, compressed, three), 11},
-		{"truncated second", concat(three, compressed[:40]), 3},
-		{"truncated last byte", concat(three, compressed[:len(compressed)-1]), 3},
+		{"concatenated", batchtest.Concat(three, compressed, three), 11},
+		{"truncated second", batchtest.Concat(three, compressed[:40]), 3},
+		{"truncated last byte", batchtest.Concat(three, compressed[:len(compressed)-1]), 3},
 		{"short header", three[:HeaderSize-1], 0},
 	} {
 		if got := RecordCount(tc.records); got != tc.want {
@@ -56,10 +56,10 @@ func TestBatchRecordCount(t *testing.T) {
 // EachBatch yields every whole batch and stops, without panicking, at
 // anything that is not one.
 func TestEachBatch(t *testing.T) {
-	a := plainBatch(kmsg.Record{Value: []byte("a")})
-	b := plainBatch(kmsg.Record{Value: []byte("bb")}, kmsg.Record{Value: []byte("cc")})
-	c := makeBatch(codecZstd, 1, []byte{1, 2, 3})
-	all := concat(a, b, c)
+	a := batchtest.PlainBatch(kmsg.Record{Value: []byte("a")})
+	b := batchtest.PlainBatch(kmsg.Record{Value: []byte("bb")}, kmsg.Record{Value: []byte("cc")})
+	c := batchtest.MakeBatch(batchtest.Zstd, 1, []byte{1, 2, 3})
+	all := batchtest.Concat(a, b, c)
 
 	var got [][]byte
 	EachBatch(all, func(batch []byte) bool { got = append(got, batch); return true })
@@ -105,7 +105,7 @@ func TestEachBatch(t *testing.T) {
 		bad := bytes.Clone(a)
 		edit(bad)
 		n := 0
-		EachBatch(concat(bad, b), func([]byte) bool { n++; return true })
+		EachBatch(batchtest.Concat(bad, b), func([]byte) bool { n++; return true })
 		if n != 0 {
 			t.Errorf("%s: %d batches yielded", name, n)
 		}
@@ -117,13 +117,13 @@ func TestEachBatch(t *testing.T) {
 func TestEachHeader(t *testing.T) {
 	sc := batchtest.Traceparent(1)
 	recs := []kmsg.Record{
-		{Key: nil, Value: nil}, // 0: no headers, null key and value
-		tracedRecord(sc),       // 1
-		{Key: []byte("k"), Value: nil, Headers: hdrs("a", "1")},                                                                                 // 2: other header only
+		{Key: nil, Value: nil},     // 0: no headers, null key and value
+		batchtest.TracedRecord(sc), // 1
+		{Key: []byte("k"), Value: nil, Headers: batchtest.Headers("a", "1")},                                                                    // 2: other header only
 		{Key: nil, Value: []byte("v"), Headers: []kmsg.Header{{Key: "traceparent", Value: nil}, {Key: "traceparent", Value: []byte("second")}}}, // 3
-		{Headers: hdrs("TraceParent", "case matters")},                                                                                          // 4
+		{Headers: batchtest.Headers("TraceParent", "case matters")},                                                                             // 4
 	}
-	raw := encodeRecords(recs...)
+	raw := batchtest.EncodeRecords(recs...)
 	type hit struct {
 		rec   int
 		value string
@@ -164,8 +164,8 @@ func TestEachHeader(t *testing.T) {
 // headers before the cut are still found.
 func TestEachHeaderTruncated(t *testing.T) {
 	sc := batchtest.Traceparent(1)
-	first := encodeRecords(tracedRecord(sc))
-	raw := encodeRecords(tracedRecord(sc), kmsg.Record{Key: []byte("key"), Value: []byte("value"), Headers: hdrs("traceparent", "x", "h", "v")})
+	first := batchtest.EncodeRecords(batchtest.TracedRecord(sc))
+	raw := batchtest.EncodeRecords(batchtest.TracedRecord(sc), kmsg.Record{Key: []byte("key"), Value: []byte("value"), Headers: batchtest.Headers("traceparent", "x", "h", "v")})
 	for cut := len(first) + 1; cut < len(raw); cut++ {
 		seen := 0
 		err := EachHeader(raw[:cut], 2, "traceparent", func(int, []byte) bool { seen++; return true })

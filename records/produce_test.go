@@ -12,6 +12,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kproxy/kproxy/framing"
+
+	"github.com/kproxy/kproxy/internal/batchtest"
 )
 
 // produceFrame is a whole Produce request frame of version v: two topics,
@@ -26,9 +28,9 @@ func produceFrame(t *testing.T, v int16, topicID [16]byte) []byte {
 		for p := range 2 - ti {
 			rp := kmsg.NewProduceRequestTopicPartition()
 			rp.Partition = int32(p)
-			rp.Records = makeBatch(codecSnappy, 1, snappyRaw(encodeRecords(kmsg.Record{Key: []byte("k"), Value: []byte("c")})))
+			rp.Records = batchtest.MakeBatch(batchtest.Snappy, 1, batchtest.SnappyRaw(batchtest.EncodeRecords(kmsg.Record{Key: []byte("k"), Value: []byte("c")})))
 			if ti == 0 && p == 0 {
-				rp.Records = plainBatch(kmsg.Record{Value: []byte("a")}, kmsg.Record{Value: []byte("b")})
+				rp.Records = batchtest.PlainBatch(kmsg.Record{Value: []byte("a")}, kmsg.Record{Value: []byte("b")})
 			}
 			rt.Partitions = append(rt.Partitions, rp)
 		}
@@ -41,7 +43,7 @@ func produceFrame(t *testing.T, v int16, topicID [16]byte) []byte {
 // header.
 func addHeader(t *testing.T) Change {
 	return func(topic string, partition int32, batch []byte) []byte {
-		if CodecOf(batch) != codecSnappy {
+		if CodecOf(batch) != batchtest.Snappy {
 			return nil
 		}
 		b, _, err := Decode(batch, nil, 1<<20)

@@ -6,11 +6,8 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -20,11 +17,7 @@ import (
 // one from the repository.
 const KproxyEnv = "KPROXY_E2E_KPROXY"
 
-var kproxyBuild struct {
-	once sync.Once
-	path string
-	err  error
-}
+var kproxyBuild goBinary
 
 // KproxyBinary builds kproxy from the repository (once per test binary)
 // and returns its path, or returns $KPROXY_E2E_KPROXY when set.
@@ -33,24 +26,7 @@ func KproxyBinary(t testing.TB) string {
 	if p := os.Getenv(KproxyEnv); p != "" {
 		return p
 	}
-	dir, root := mustWorkDir(t), RepoRoot(t)
-	kproxyBuild.once.Do(func() {
-		path := filepath.Join(dir, "kproxy")
-		start := time.Now()
-		cmd := exec.Command("go", "build", "-o", path, "./cmd/kproxy")
-		cmd.Dir = root
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			kproxyBuild.err = fmt.Errorf("go build ./cmd/kproxy in %s: %v\n%s", root, err, out)
-			return
-		}
-		t.Logf("built kproxy in %v", time.Since(start).Round(time.Millisecond))
-		kproxyBuild.path = path
-	})
-	if kproxyBuild.err != nil {
-		t.Fatal(kproxyBuild.err)
-	}
-	return kproxyBuild.path
+	return kproxyBuild.get(t, "kproxy", RepoRoot(t), "./cmd/kproxy")
 }
 
 // Kproxy is a running kproxy.

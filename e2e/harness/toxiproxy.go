@@ -3,10 +3,7 @@ package harness
 import (
 	"errors"
 	"fmt"
-	"os/exec"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,35 +15,14 @@ import (
 // dependencies in go.sum).
 const toxiproxyServer = "github.com/Shopify/toxiproxy/v2/cmd/server"
 
-var toxiproxyBuild struct {
-	once sync.Once
-	path string
-	err  error
-}
+var toxiproxyBuild goBinary
 
 // ToxiproxyBinary builds toxiproxy's server (once per test binary, from
 // the version e2e/go.mod pins; Go's build cache makes later runs quick)
 // and returns its path.
 func ToxiproxyBinary(t testing.TB) string {
 	t.Helper()
-	dir, e2e := mustWorkDir(t), E2EDir(t)
-	toxiproxyBuild.once.Do(func() {
-		path := filepath.Join(dir, "toxiproxy-server")
-		start := time.Now()
-		cmd := exec.Command("go", "build", "-o", path, toxiproxyServer)
-		cmd.Dir = e2e
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			toxiproxyBuild.err = fmt.Errorf("go build %s in %s: %v\n%s", toxiproxyServer, e2e, err, out)
-			return
-		}
-		t.Logf("built toxiproxy in %v", time.Since(start).Round(time.Millisecond))
-		toxiproxyBuild.path = path
-	})
-	if toxiproxyBuild.err != nil {
-		t.Fatal(toxiproxyBuild.err)
-	}
-	return toxiproxyBuild.path
+	return toxiproxyBuild.get(t, "toxiproxy-server", E2EDir(t), toxiproxyServer)
 }
 
 // Toxiproxy is a running toxiproxy server, a fault-injecting TCP proxy

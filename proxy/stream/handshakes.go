@@ -45,9 +45,8 @@ type handshakes struct {
 	budget *core.Budget
 	cpu    chan struct{}
 
-	mu      sync.Mutex
-	live    map[*handshake]struct{}
-	evicted atomic.Int64
+	mu   sync.Mutex
+	live map[*handshake]struct{}
 }
 
 // handshake is one client handshake in progress.
@@ -109,7 +108,6 @@ func (hs *handshakes) enter(raw net.Conn) (*handshake, error) {
 	hs.live[h] = struct{}{}
 	hs.mu.Unlock()
 	if stalest != nil {
-		hs.evicted.Add(1)
 		stalest.dropped.Store(true)
 		close(stalest.gone)
 		stalest.raw.Close() // its handshake fails with a closed connection
