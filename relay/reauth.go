@@ -56,27 +56,6 @@ func (s *Session) ReauthDue() bool {
 	return at != 0 && time.Now().UnixNano() >= at
 }
 
-// ReauthAt is when the upstream connection must next re-authenticate;
-// zero when never.
-func (s *Session) ReauthAt() time.Time {
-	if at := s.reauthAt.Load(); at != 0 {
-		return time.Unix(0, at)
-	}
-	return time.Time{}
-}
-
-// Reauthenticate re-authenticates the upstream connection now if it is
-// due, up being the driver's upstream batch: for a driver's timer, so a
-// connection whose client is idle (or muted by a throttle) renews its
-// session before the broker's ends, without waiting for a request. The
-// caller holds the request side, as a request relay does.
-func (s *Session) Reauthenticate(up *Batch) error {
-	if s.reauth == nil || !s.ReauthDue() {
-		return nil
-	}
-	return s.reauthenticate(up)
-}
-
 // reauthenticate holds the client's requests back (as a throttle does),
 // waits until every request sent is answered, re-authenticates the
 // upstream connection with kproxy's own requests, whose answers never
