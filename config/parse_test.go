@@ -48,7 +48,8 @@ func TestLoadFull(t *testing.T) {
 	want.Tracing = tracing.Config{Enabled: true, Endpoint: "http://127.0.0.1:4317", Protocol: "http/protobuf",
 		ServiceName: "kproxy-test", ResourceAttributes: map[string]string{"deployment.environment": "test"},
 		SampleRatio: &ratio, MaxQueueSize: 100,
-		Links: tracing.LinksConfig{Max: 4, Decompress: true, MaxDecompressedBytes: 65536, MaxDecompressedBatches: 8, MaxDecompressedBytesPerSecond: 1 << 20, ChildOfSingleRecord: true}}
+		Links:       tracing.LinksConfig{Max: 4, Decompress: true, MaxDecompressedBytes: 65536, MaxDecompressedBatches: 8, MaxDecompressedBytesPerSecond: 1 << 20, ChildOfSingleRecord: true, Fetch: true},
+		Propagation: tracing.PropagationConfig{Inject: true, MaxBatchBytes: 524288}}
 	want.Policies = policy.Config{Rules: []policy.Rule{
 		{Name: "no-topic-deletes", Match: policy.Selector{ClientID: "app-*", APIs: []string{"DeleteTopics"}}, Action: "reject"},
 		{Name: "orders-rate", Match: policy.Selector{APIs: []string{"Produce"}, Topics: []string{"orders*"}},

@@ -65,13 +65,11 @@ const (
 	originationMinReauths = 5
 	// originationBusyRequests is how many requests a connection carries
 	// over its life for it to count as in use throughout: only those are
-	// held to originationMinReauths. kproxy re-authenticates a
-	// connection when its first request after the due time comes, as the
-	// Java client does (the broker closes an expired session only when it
-	// is used), so a connection left idle, such as a client's bootstrap
-	// connection (2 to 4 requests here), is not re-authenticated until it
-	// is used again; the connections that produce, fetch or heartbeat
-	// carry dozens to hundreds.
+	// held to originationMinReauths. kproxy re-authenticates idle
+	// connections too, on the session's timer, but a client's bootstrap
+	// connection (2 to 4 requests here) may be closed by the client
+	// before its first session ends; the connections that produce, fetch
+	// or heartbeat carry dozens to hundreds.
 	originationBusyRequests = 10
 )
 

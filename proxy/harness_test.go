@@ -193,3 +193,16 @@ func isTimeout(err error) bool {
 func (e *testEnv) refused(reason string) float64 {
 	return testutil.ToFloat64(e.m.Refused.WithLabelValues(reason))
 }
+
+// eventually reports whether cond became true within d, for a test that
+// says more than waitFor when it does not.
+func eventually(d time.Duration, cond func() bool) bool {
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return true
+}

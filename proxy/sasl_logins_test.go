@@ -1,12 +1,15 @@
 package proxy
 
 import (
+	"context"
 	"net"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -55,9 +58,11 @@ func TestSaslLoginOnlyForARequest(t *testing.T) {
 	if reached.Load() < probes/2 {
 		t.Fatalf("only %d of %d probes connected", reached.Load(), probes)
 	}
-	waitFor(t, 20*time.Second, "every probe refused", func() bool {
-		return env.refused("no_request")+env.refused("not_kafka") >= float64(reached.Load())
-	})
+	refused := func() float64 { return env.refused("no_request") + env.refused("not_kafka") }
+	if !eventually(30*time.Second, func() bool { return refused() >= float64(reached.Load()) }) {
+		t.Fatalf("%v of %d probes refused as no_request or not_kafka (max_connections %v, draining %v, open %v)",
+			refused(), reached.Load(), env.refused("max_connections"), env.refused("draining"), testutil.ToFloat64(env.m.Open))
+	}
 	if got := env.auths("initial", "ok") + env.auths("initial", "error") - before; got != 0 {
 		t.Fatalf("%v logins for %d probes that sent no Kafka request", got, reached.Load())
 	}
@@ -93,6 +98,81 @@ func TestSaslLoginsBackOffAfterFailures(t *testing.T) {
 	// each.
 	if n := env.saslLogs.count("new clients are reset without a login"); n < 1 || float64(n) > failed-2 {
 		t.Fatalf("the backoff was logged %d times after %v failures, want once per window", n, failed)
+	}
+}
+
+// An idle connection re-authenticates on the session's timer, not only
+// when its client next sends: before, an idle (or throttle-muted)
+// connection sent its SaslHandshake after the broker's session had
+// ended, and Kafka closed it at the next request (issue 27, from
+// reading). Over both drivers; the client's next request is answered.
+func TestSaslReauthWhileIdle(t *testing.T) {
+	for _, upTLS := range []bool{false, true} {
+		t.Run(map[bool]string{false: "netpoll", true: "tls-stream"}[upTLS], func(t *testing.T) {
+			env := startReauthOrigin(t, "idle", upTLS)
+			c := dialRaw(t, env.addr)
+			c.SetDeadline(time.Now().Add(60 * time.Second))
+			c.Write(apiVersionsV0(1))
+			if _, err := readFrame(c); err != nil {
+				t.Fatal(err)
+			}
+			// The client sends nothing more; the session renews itself.
+			waitFor(t, 30*time.Second, "two re-authentications of the idle connection", func() bool {
+				return env.auths("reauth", "ok") >= 2
+			})
+			c.Write(apiVersionsV0(2))
+			if f, err := readFrame(c); err != nil || corrOf(f) != 2 {
+				t.Fatalf("the idle client's next request: %x %v", f, err)
+			}
+		})
+	}
+}
+
+// A drain that begins while the re-authentication timer waits for a
+// long Fetch ends the connection only once that Fetch is answered: the
+// timer's re-authentication gives way to the drain, closes nothing
+// itself and is not counted failed. Before, it closed the connection as
+// the Fetch's answer left the table, before the answer reached the
+// client.
+func TestSaslReauthGivesWayToDrain(t *testing.T) {
+	for _, upTLS := range []bool{false, true} {
+		t.Run(map[bool]string{false: "netpoll", true: "tls-stream"}[upTLS], func(t *testing.T) {
+			const topic = "drain"
+			kopts := []kfake.Opt{kfake.SeedTopics(1, topic),
+				kfake.BrokerConfigs(map[string]string{"connections.max.reauth.ms": strconv.Itoa(lifetimeMs)})}
+			env := startOriginOn(t, upTLS, sasl.ScramSHA256, kopts, originSetup{})
+			c := dialRaw(t, env.addr)
+			fetch := longFetch(topic)
+			fetch.MaxWaitMillis = 2 * lifetimeMs
+			start := time.Now()
+			if _, err := c.Write(encodeRequest(fetch, 7)); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, 10*time.Second, "the Fetch at the broker", func() bool { return env.keys(1) == 1 })
+			// Past the re-authentication point, with the Fetch still held.
+			sessionDue(start)
+			drained := make(chan error, 1)
+			go func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				drained <- env.srv.Drain(ctx)
+			}()
+			waitFor(t, 10*time.Second, "the drain", env.srv.Draining)
+			fr := readAnswer(t, c, fetch, 7).(*kmsg.FetchResponse)
+			if len(fr.Topics) != 1 || fr.Topics[0].Partitions[0].ErrorCode != 0 {
+				t.Fatalf("Fetch answered %+v", fr.Topics)
+			}
+			c.SetReadDeadline(time.Now().Add(30 * time.Second))
+			if f, err := readFrame(c); err == nil {
+				t.Fatalf("after the drain's last answer the client read %x, want the close", f)
+			}
+			if err := <-drained; err != nil {
+				t.Fatalf("drain: %v", err)
+			}
+			if n := env.auths(sasl.KindReauth, sasl.ResultError); n != 0 {
+				t.Fatalf("%v re-authentications counted failed during a drain", n)
+			}
+		})
 	}
 }
 

@@ -55,8 +55,12 @@ func (s *Session) RequestsInline(buf []byte) bool {
 }
 
 // ResponsesInline reports whether the response frames in buf may be
-// relayed without waiting: all whole and valid, within InlineMaxBytes.
+// relayed without waiting: all whole and valid, within InlineMaxBytes,
+// and no Fetch whose records the tracer may inflate.
 func (s *Session) ResponsesInline(buf []byte) bool {
+	if s.env.Tracer.InflatesFetches() {
+		return false // a traced Fetch's batches may be decompressed for its links
+	}
 	_, _, _, ok := scanFrames(buf, s.env.Framing.MaxResponseBytes, false)
 	return ok
 }

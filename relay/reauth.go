@@ -56,6 +56,33 @@ func (s *Session) ReauthDue() bool {
 	return at != 0 && time.Now().UnixNano() >= at
 }
 
+// ReauthAt is when the upstream connection must next re-authenticate;
+// zero when never.
+func (s *Session) ReauthAt() time.Time {
+	if at := s.reauthAt.Load(); at != 0 {
+		return time.Unix(0, at)
+	}
+	return time.Time{}
+}
+
+// Reauthenticate re-authenticates the upstream connection now if it is
+// due, up being the driver's upstream batch: for a driver's timer, so a
+// connection whose client is idle (or muted by a throttle) renews its
+// session before the broker's ends, without waiting for a request. The
+// caller holds the request side, as a request relay does.
+//
+// It does nothing while any request awaits its answer: waiting there
+// would hold the client's next request behind a long one (a Fetch's
+// max wait, a JoinGroup) for as long as that takes, and clients give up
+// such a connection. The timer looks again shortly, and a request that
+// comes meanwhile re-authenticates first, once the table is empty.
+func (s *Session) Reauthenticate(up *Batch) error {
+	if s.reauth == nil || !s.ReauthDue() || s.table.Len() > 0 {
+		return nil
+	}
+	return s.reauthenticate(up)
+}
+
 // reauthenticate holds the client's requests back (as a throttle does),
 // waits until every request sent is answered, re-authenticates the
 // upstream connection with kproxy's own requests, whose answers never

@@ -116,6 +116,13 @@ func (s *Session) Request(frame []byte, up *Batch, mayWait bool) error {
 			return PolicyCloseError{v}
 		}
 	}
+	if span != nil && h.APIKey == framing.KeyProduce {
+		// Sampled: records that carry no trace context get the span's
+		// (tracing.propagation.inject), after the rules judged them as
+		// sent. Such produces never reach here on the poller
+		// (Tracer.InflatesRecords).
+		frame = s.env.Tracer.Inject(span, frame, h)
+	}
 	if noResponse { // acks=0: no response will come, so no entry
 		up.Add(frame)
 		s.env.Tracer.End(span, h.APIKey, h.APIVersion, nil)

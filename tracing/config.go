@@ -26,8 +26,27 @@ type Config struct {
 	// MaxQueueSize bounds spans waiting for export; beyond it spans are
 	// dropped (and counted), never waited for, and no new span is built.
 	MaxQueueSize int `yaml:"max_queue_size"`
-	// Links controls trace context taken from produced records.
+	// Links controls trace context taken from produced and fetched
+	// records.
 	Links LinksConfig `yaml:"links"`
+	// Propagation controls trace context kproxy writes into records.
+	Propagation PropagationConfig `yaml:"propagation"`
+}
+
+// PropagationConfig is `tracing.propagation`: trace context carried in the
+// records themselves, from the producer's pod to the consumer's, for
+// applications that write none.
+type PropagationConfig struct {
+	// Inject adds a W3C traceparent header naming the Produce span to
+	// each record of a sampled Produce that has none. A record that
+	// carries one is never changed; unsampled produces are relayed
+	// untouched. Such produces are relayed from the goroutine pool,
+	// never on netpoll's poller.
+	Inject bool `yaml:"inject"`
+	// MaxBatchBytes bounds a batch grown by the header, measured as sent
+	// (after compression): one that would pass it is left as it came.
+	// The default, 1 MiB, is the broker's default max.message.bytes.
+	MaxBatchBytes int `yaml:"max_batch_bytes"`
 }
 
 // LinksConfig is `tracing.links`: W3C traceparent headers found in Produce
@@ -65,6 +84,13 @@ type LinksConfig struct {
 	// marked as above. Default 64 MiB/s, about a tenth of one core's
 	// zstd speed: far more than links need at any sensible sample ratio.
 	MaxDecompressedBytesPerSecond int `yaml:"max_decompressed_bytes_per_second"`
+	// Fetch makes a sampled Fetch span link to the distinct contexts in
+	// the traceparent headers of the records it returns (up to Max;
+	// compressed batches only with Decompress, within the same budgets),
+	// with messaging.batch.message_count for the records returned.
+	// Responses are then relayed from the goroutine pool when
+	// Decompress is also set.
+	Fetch bool `yaml:"fetch"`
 	// ChildOfSingleRecord makes the span of a produce that carries exactly
 	// one traced record a child of that record's context instead of
 	// linking to it.
@@ -73,7 +99,8 @@ type LinksConfig struct {
 
 // Defaults returns the section as used when kproxy.yaml leaves it out.
 func Defaults() Config {
-	return Config{Protocol: "grpc", ServiceName: "kproxy", MaxQueueSize: 8192, Links: LinksConfig{Max: 16, MaxDecompressedBytes: 1 << 20, MaxDecompressedBatches: 64, MaxDecompressedBytesPerSecond: 64 << 20}}
+	return Config{Protocol: "grpc", ServiceName: "kproxy", MaxQueueSize: 8192, Links: LinksConfig{Max: 16, MaxDecompressedBytes: 1 << 20, MaxDecompressedBatches: 64, MaxDecompressedBytesPerSecond: 64 << 20},
+		Propagation: PropagationConfig{MaxBatchBytes: 1 << 20}}
 }
 
 // Validate reports the first invalid field.
@@ -93,6 +120,8 @@ func (c Config) Validate() error {
 		return fielderr.New("links.max_decompressed_batches", "must be at least 1")
 	case c.Links.MaxDecompressedBytesPerSecond < 0:
 		return fielderr.New("links.max_decompressed_bytes_per_second", "must not be negative (0: no bound)")
+	case c.Propagation.MaxBatchBytes < 1 || c.Propagation.MaxBatchBytes > 1<<30:
+		return fielderr.New("propagation.max_batch_bytes", "must be between 1 and 1073741824 (1 GiB)")
 	case c.ServiceName == "":
 		return fielderr.New("service_name", "must not be empty")
 	}

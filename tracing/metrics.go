@@ -19,6 +19,7 @@ type metrics struct {
 
 	inflated  prometheus.Counter     // bytes inflated to read record headers
 	truncated *prometheus.CounterVec // requests whose records a limit cut short, by limit
+	skipped   *prometheus.CounterVec // batches the record path left as they came, by use and reason
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -38,6 +39,13 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			v := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kproxy_trace_links_truncated_total",
 				Help: "Produce requests whose records were not all read for links because a limit was reached: " +
 					"max_decompressed_bytes, max_decompressed_batches or decoders_busy."}, []string{"limit"})
+			reg.MustRegister(v)
+			return v
+		}(),
+		skipped: func() *prometheus.CounterVec {
+			v := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kproxy_records_skipped_total",
+				Help: "Record batches the record path left as they came, by use (inject, produce_links, fetch_links) and reason " +
+					"(malformed, control, max_batch_bytes, encode_failed, or the inflation limit that stopped it)."}, []string{"use", "reason"})
 			reg.MustRegister(v)
 			return v
 		}(),

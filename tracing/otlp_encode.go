@@ -71,7 +71,10 @@ type spanEncoder struct {
 
 // appendSpan appends s to dst as one entry of ScopeSpans.spans.
 func (e *spanEncoder) appendSpan(dst []byte, s *Span) []byte {
-	tid, sid := e.ids.newIDs()
+	tid, sid := s.tid, s.sid
+	if !sid.IsValid() {
+		tid, sid = e.ids.newIDs()
+	}
 	parentRemote := false
 	var traceState string
 	if s.parent.IsValid() {

@@ -71,6 +71,7 @@ func newTracer(s settings, version string, exp sdktrace.SpanExporter, reg promet
 		// kproxy decides sampling itself (Tracer.Start) before any work is
 		// done, so the SDK records what it is given.
 		sdktrace.WithSampler(sdktrace.AlwaysSample()),
+		sdktrace.WithIDGenerator(presetIDs{}),
 		sdktrace.WithSpanProcessor(boundedProcessor{bsp, q, m}),
 	)
 	t.tr = t.tp.Tracer(scopeName)

@@ -17,6 +17,9 @@ import (
 // pipeline (its batch processor and the given exporter).
 func (t *Tracer) emitSDK(s *Span) {
 	ctx := context.Background()
+	if s.sid.IsValid() {
+		ctx = context.WithValue(ctx, presetKey{}, s) // presetIDs gives the fixed ids
+	}
 	if s.parent.IsValid() {
 		ctx = trace.ContextWithRemoteSpanContext(ctx, s.parent)
 	}

@@ -27,6 +27,7 @@ const (
 	attrDecoded      = attribute.Key("kproxy.body_decoded")
 	attrLinksPartial = attribute.Key("kproxy.links_incomplete")
 	attrLinksCut     = attribute.Key("kproxy.links_truncated")
+	attrInjected     = attribute.Key("kproxy.traceparent_injected")
 )
 
 // Span is a traced request waiting for its response: the pair's facts in
@@ -38,6 +39,11 @@ const (
 type Span struct {
 	peer   *Peer
 	parent trace.SpanContext // a produced record's context, when the span is its child
+	// tid and sid are the span's ids when fixed before it ended (fixIDs:
+	// a traceparent injected into records names them); zero otherwise,
+	// and the exporter makes them.
+	tid    trace.TraceID
+	sid    trace.SpanID
 	links  []trace.Link
 	events []event
 	start  time.Time
@@ -55,6 +61,10 @@ type Span struct {
 
 	hasClientID, hasPartition, hasResp, decoded bool
 	incomplete, cut                             bool
+	// injected is how many records got a traceparent naming this span;
+	// fetched says records counts a Fetch's returned records.
+	injected int
+	fetched  bool
 }
 
 // name is the span's name: the API, and its topic when it has one.
@@ -98,8 +108,11 @@ func (s *Span) appendOwnAttrs(dst []attribute.KeyValue) []attribute.KeyValue {
 	if s.group != "" {
 		dst = append(dst, semconv.MessagingConsumerGroupName(s.group))
 	}
-	if s.key == framing.KeyProduce && s.decoded { // no count from a body never read
+	if (s.key == framing.KeyProduce && s.decoded) || s.fetched { // no count from a body never read
 		dst = append(dst, semconv.MessagingBatchMessageCount(s.records))
+	}
+	if s.injected > 0 {
+		dst = append(dst, attrInjected.Int(s.injected))
 	}
 	if s.incomplete {
 		dst = append(dst, attrLinksPartial.Bool(true))
@@ -131,7 +144,7 @@ func (s *Span) Policy(rule, action, reason string) {
 }
 
 // respAttrs is how many attributes End may add.
-const respAttrs = 2
+const respAttrs = 4
 
 // spanPool recycles Span records: the lean exporter gives one back once
 // it has encoded it.

@@ -11,11 +11,13 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/kproxy/kproxy/framing"
+	"github.com/kproxy/kproxy/records"
 )
 
 // Tracer turns request/response pairs into spans. The zero Tracer is off.
@@ -39,10 +41,18 @@ type Tracer struct {
 // On reports whether tracing is enabled at all.
 func (t *Tracer) On() bool { return t != nil && t.on }
 
-// InflatesRecords reports whether Start may decompress a Produce's batches
-// (tracing.links.decompress), which must then not run on the poller.
+// InflatesRecords reports whether a Produce's batches may be
+// decompressed or rewritten for it (tracing.links.decompress, or
+// tracing.propagation.inject), which must then not run on the poller.
 func (t *Tracer) InflatesRecords() bool {
-	return t.On() && t.s.Links.Decompress && t.s.Links.Max > 0
+	return t.On() && ((t.s.Links.Decompress && t.s.Links.Max > 0) || t.s.Propagation.Inject)
+}
+
+// InflatesFetches reports whether End may decompress a Fetch response's
+// batches (tracing.links.fetch with links.decompress): responses must
+// then not be relayed on the poller.
+func (t *Tracer) InflatesFetches() bool {
+	return t.On() && t.s.Links.Fetch && t.s.Links.Decompress && t.s.Links.Max > 0
 }
 
 // Start prepares the span of a request whose frame was read whole at
@@ -89,13 +99,7 @@ func (t *Tracer) Start(p *Peer, body *framing.Body, upstreamID int32, reqBytes i
 		}
 		found, complete := recordContexts(f.batches, t.s.Links.Max, b)
 		s.incomplete = !complete
-		if b != nil {
-			t.m.inflated.Add(float64(b.inflated))
-			if b.cut != "" {
-				s.cut = true
-				t.m.truncated.WithLabelValues(string(b.cut)).Inc()
-			}
-		}
+		t.spentOn(s, b, useProduceLinks)
 		if t.s.Links.ChildOfSingleRecord && f.records == 1 && len(found) == 1 {
 			s.parent = found[0]
 			if t.s.parentBased {
@@ -126,6 +130,51 @@ func (t *Tracer) Start(p *Peer, body *framing.Body, upstreamID int32, reqBytes i
 	return s
 }
 
+// fetchLinks links a Fetch span to the distinct contexts in its returned
+// records' traceparent headers (OpenTelemetry's messaging conventions: a
+// batch receive links to the creation contexts, it is not their child),
+// and counts the records returned.
+func (t *Tracer) fetchLinks(s *Span, fr *kmsg.FetchResponse) {
+	var batches [][]byte
+	n := 0
+	for ti := range fr.Topics {
+		for pi := range fr.Topics[ti].Partitions {
+			if rb := fr.Topics[ti].Partitions[pi].RecordBatches; len(rb) > 0 {
+				batches = append(batches, rb)
+				n += records.RecordCount(rb)
+			}
+		}
+	}
+	s.fetched, s.records = true, n
+	if len(batches) == 0 {
+		return
+	}
+	var b *inflateBudget
+	if t.s.Links.Decompress {
+		b = &inflateBudget{bytes: t.s.Links.MaxDecompressedBytes, batches: t.s.Links.MaxDecompressedBatches, rate: t.inflateRate}
+	}
+	found, complete := recordContexts(batches, t.s.Links.Max, b)
+	s.incomplete = s.incomplete || !complete
+	t.spentOn(s, b, useFetchLinks)
+	for _, sc := range found {
+		s.links = append(s.links, trace.Link{SpanContext: sc})
+	}
+}
+
+// spentOn counts what reading records for links inflated under b (nil:
+// nothing), and the limit that cut it short, if one did.
+func (t *Tracer) spentOn(s *Span, b *inflateBudget, use string) {
+	if b == nil {
+		return
+	}
+	t.m.inflated.Add(float64(b.inflated))
+	if b.cut != "" {
+		s.cut = true
+		t.m.truncated.WithLabelValues(string(b.cut)).Inc()
+		t.m.skipped.WithLabelValues(use, string(b.cut)).Inc()
+	}
+}
+
 // End emits a span with its response frame (nil when the request gets no
 // response, as acks=0 Produce), marking it an error when the response
 // carries a non-zero error code anywhere.
@@ -138,6 +187,9 @@ func (t *Tracer) End(s *Span, key, version int16, resp []byte) {
 		if r, err := framing.DecodeResponse(resp, key, version); err == nil && r != nil {
 			if code := framing.FirstError(r); code != 0 {
 				s.failure = errorName(code)
+			}
+			if fr, ok := r.(*kmsg.FetchResponse); ok && t.s.Links.Fetch && t.s.Links.Max > 0 {
+				t.fetchLinks(s, fr)
 			}
 		}
 	}

@@ -1,12 +1,15 @@
 package core
 
 import (
+	"errors"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
 
+	"github.com/kproxy/kproxy/correlate"
 	"github.com/kproxy/kproxy/relay"
 )
 
@@ -64,6 +67,64 @@ type Conn struct {
 	life   lifecycle
 	done   chan struct{}
 	t      Transport
+	// reauth re-authenticates an idle connection (see armReauth); nil
+	// without SASL re-authentication.
+	reauth atomic.Pointer[time.Timer]
+}
+
+// Reauther is a Transport that can re-authenticate its upstream
+// connection on the session's timer, independent of client traffic:
+// ReauthIdle runs Session.Reauthenticate on the request side if that is
+// free, and does nothing if a relay holds it (that relay re-authenticates
+// at its next request).
+type Reauther interface {
+	ReauthIdle() error
+}
+
+// reauthRetry is how soon the timer looks again at a re-authentication
+// that is still due (a relay held the request side).
+const reauthRetry = time.Second
+
+// armReauth starts the connection's re-authentication timer, when the
+// session has one and the driver can run it: a connection idle, or muted
+// by a throttle, past its session's re-authentication point would send
+// its next request after the broker's session ended, and be closed.
+func (c *Conn) armReauth() {
+	r, ok := c.t.(Reauther)
+	at := c.Sess.ReauthAt()
+	if !ok || at.IsZero() {
+		return
+	}
+	// Made stopped and then set, so the callback always finds it.
+	t := time.AfterFunc(time.Hour, func() {
+		if c.Stopping() {
+			return
+		}
+		if err := r.ReauthIdle(); err != nil {
+			if c.Stopping() || errors.Is(err, correlate.ErrDraining) || errors.Is(err, correlate.ErrClosed) {
+				// A drain or a close came meanwhile: it ends the
+				// connection once every response owed is written,
+				// and this re-authentication is not its cause.
+				c.CloseIfDrained()
+				return
+			}
+			c.CloseOnError("upstream", err)
+			return
+		}
+		if next := c.Sess.ReauthAt(); !next.IsZero() && !c.Stopping() {
+			t := c.reauth.Load()
+			t.Reset(max(time.Until(next), reauthRetry))
+			if c.Stopping() { // closed meanwhile: Close may have stopped it already
+				t.Stop()
+			}
+		}
+	})
+	t.Stop()
+	c.reauth.Store(t)
+	if c.Closed() { // closed meanwhile: Close may have looked already
+		return
+	}
+	t.Reset(time.Until(at))
 }
 
 // State is where the connection is in its lifecycle.
@@ -118,6 +179,9 @@ func (c *Conn) CloseIfDrained() {
 func (c *Conn) Close(reason string, err error) bool {
 	if !c.life.close() {
 		return false
+	}
+	if t := c.reauth.Load(); t != nil {
+		t.Stop()
 	}
 	c.t.CloseSockets()
 	c.t.Release()

@@ -180,6 +180,7 @@ func (k *Core) Open(o Opening) *Conn {
 		return nil
 	}
 	o.Setup(c)
+	c.armReauth()
 	ev := c.Log.Info()
 	if o.Opened != nil {
 		ev = o.Opened(ev)

@@ -211,3 +211,17 @@ func (p *pair) abandonPanic(c netpoll.Connection, out *rawConn) {
 	dropInput(c.Reader())
 	go p.c.Close(core.ReasonPanic, core.ErrPanicked)
 }
+
+// ReauthIdle re-authenticates the upstream connection now if it is due
+// and no relay holds the request side (core.Reauther): a relay that does
+// re-authenticates at its next request.
+func (p *pair) ReauthIdle() error {
+	if !p.upMu.TryLock() {
+		return nil
+	}
+	defer p.upMu.Unlock()
+	if p.c.Stopping() || p.failing.Load() {
+		return nil
+	}
+	return p.sess.Reauthenticate(&p.upBatch)
+}

@@ -32,6 +32,12 @@ type stream struct {
 	charged [2]atomic.Int64
 	// chargeMu serializes a side's charge with Release.
 	chargeMu sync.Mutex
+	// reqMu is the request side: held by runClient while it relays a
+	// batch (not while it waits for one), and by the re-authentication
+	// timer (ReauthIdle), which then must not read the client: runClient
+	// may be reading it (timerReauth tells Gone and Unread so).
+	reqMu       sync.Mutex
+	timerReauth atomic.Bool
 }
 
 // newStream makes the stream of c over client and upstream; cr, when not
@@ -132,8 +138,10 @@ func (st *stream) runClient() {
 		// the rules are read only once it is here.
 		err := st.cr.waitFrame()
 		if err == nil {
+			st.reqMu.Lock()
 			err = st.sess.RequestBatch(st.cr, &st.upBatch,
 				func(max int) ([]byte, error) { return framing.Next(st.cr, max) }, nil)
+			st.reqMu.Unlock()
 		}
 		if err != nil {
 			st.c.CloseOnError("client", err)
@@ -207,7 +215,12 @@ func (st *stream) FlushUp(up *relay.Batch) error {
 
 // Unread is the client input read and not yet relayed (relay.Link): at
 // most the frame being relayed and what arrived with it.
-func (st *stream) Unread() int { return st.cr.Len() }
+func (st *stream) Unread() int {
+	if st.timerReauth.Load() {
+		return 0 // runClient may be reading; it holds no more than a frame
+	}
+	return st.cr.Len()
+}
 
 // WaitStart and WaitEnd (relay.Link) need nothing here: while a relay
 // waits its side is not read.
@@ -221,8 +234,8 @@ func (st *stream) WaitEnd() {}
 // the buffer's free space, at most a millisecond, sees the close (what it
 // reads is kept for the relay).
 func (st *stream) Gone() bool {
-	if st.c.Closed() {
-		return true
+	if st.c.Closed() || st.timerReauth.Load() {
+		return st.c.Closed() // runClient reads the client meanwhile, and sees its close
 	}
 	err := st.cr.peekClose()
 	return err != nil && !isTimeout(err)
@@ -261,4 +274,20 @@ func (st *stream) recoverPanic(side string) {
 		st.c.LogPanic(side, r)
 		st.c.Close(core.ReasonPanic, core.ErrPanicked)
 	}
+}
+
+// ReauthIdle re-authenticates the upstream connection now if it is due
+// and runClient is waiting for the client rather than relaying
+// (core.Reauther): a batch being relayed re-authenticates itself first.
+func (st *stream) ReauthIdle() error {
+	if !st.reqMu.TryLock() {
+		return nil
+	}
+	defer st.reqMu.Unlock()
+	if st.c.Stopping() {
+		return nil
+	}
+	st.timerReauth.Store(true)
+	defer st.timerReauth.Store(false)
+	return st.sess.Reauthenticate(&st.upBatch)
 }
