@@ -155,17 +155,21 @@ func withLinger(c *Config, _ *framing.Config, _ *correlate.Config) { c.Linger = 
 func BenchmarkRelayLargeFrames(b *testing.B) { benchRelay(b, 16<<10, 100, 8) }
 
 // The cost of tracing on the pipelined relay: off, sampling 1 in 100, and
-// every request (spans built and handed to a discarding exporter).
+// every request (spans built and handed to a discarding exporter); and
+// with propagation.inject on, which relays every Produce off the poller
+// (ratio0 says what that alone costs an unsampled request).
 func BenchmarkRelayTracing(b *testing.B) {
 	for _, tc := range []struct {
-		name  string
-		ratio float64
-	}{{"off", -1}, {"ratio0.01", 0.01}, {"ratio1", 1}} {
+		name   string
+		ratio  float64
+		inject bool
+	}{{"off", -1, false}, {"ratio0.01", 0.01, false}, {"ratio1", 1, false}, {"inject/ratio0", 0, true}, {"inject/ratio0.01", 0.01, true}} {
 		b.Run(tc.name, func(b *testing.B) {
 			var tr *tracing.Tracer
 			if tc.ratio >= 0 {
 				c := tracing.Defaults()
 				c.SampleRatio = &tc.ratio
+				c.Propagation.Inject = tc.inject
 				var err error
 				if tr, err = tracing.NewWithExporter(c, "bench", tracetest.NewNoopExporter(), prometheus.NewRegistry()); err != nil {
 					b.Fatal(err)

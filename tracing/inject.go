@@ -7,7 +7,8 @@ package tracing
 import (
 	"encoding/hex"
 	"errors"
-	"time"
+	"slices"
+	"sync"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -59,9 +60,13 @@ func (t *Tracer) Inject(s *Span, frame []byte, h framing.RequestHeader) []byte {
 			state = []byte(ts)
 		}
 	}
+	bufs := injectBufPool.Get().(*injectBufs)
+	defer bufs.put()
 	in := injector{t: t, s: s, traceparent: tp[:], tracestate: state,
-		budget: inflateBudget{bytes: t.s.Links.MaxDecompressedBytes, batches: t.s.Links.MaxDecompressedBatches, rate: t.inflateRate}}
-	out, changed, err := records.RewriteProduce(nil, frame, h, in.batch)
+		budget: *t.newBudget(), bufs: bufs}
+	// Sized once for the headers added, so the new frame is one allocation.
+	dst := make([]byte, 0, len(frame)+s.records*(headerGrowth+len(state))+64)
+	out, changed, err := records.RewriteProduce(dst, frame, h, in.batch)
 	t.m.inflated.Add(float64(in.budget.inflated))
 	if err != nil || !changed {
 		if err != nil {
@@ -73,13 +78,35 @@ func (t *Tracer) Inject(s *Span, frame []byte, h framing.RequestHeader) []byte {
 	return out
 }
 
+// headerGrowth is about what a traceparent header adds to a record: its
+// key, its 55-byte value and their lengths, and the record length's
+// varint growing.
+const headerGrowth = 72
+
+// injectBufs are the inflated and re-encoded records of a batch, reused
+// batch after batch and, through injectBufPool, request after request.
+type injectBufs struct{ scratch, raw []byte }
+
+var injectBufPool = sync.Pool{New: func() any { return new(injectBufs) }}
+
+// maxPooledInject bounds the buffers kept for the next request, so one
+// large produce does not pin its size in the pool.
+const maxPooledInject = 1 << 20
+
+func (b *injectBufs) put() {
+	if cap(b.scratch) > maxPooledInject || cap(b.raw) > maxPooledInject {
+		return
+	}
+	injectBufPool.Put(b)
+}
+
 // injector changes one request's batches, within one budget.
 type injector struct {
 	t                       *Tracer
 	s                       *Span
 	traceparent, tracestate []byte
 	budget                  inflateBudget
-	scratch, raw            []byte // inflated and re-encoded records, reused batch after batch
+	bufs                    *injectBufs
 	injected                int
 }
 
@@ -92,43 +119,56 @@ func (in *injector) batch(_ string, _ int32, raw []byte) []byte {
 	if records.CodecOf(raw) == 0 && allTraced(raw) {
 		return nil // nothing to add: no decode at all
 	}
-	limit, reason := in.grant(raw)
-	if reason != "" {
-		in.skip(reason)
-		return nil
-	}
+	limit := len(raw) // an uncompressed batch needs no grant
 	compressed := records.CodecOf(raw) != 0
-	b, scratch, err := records.Decode(raw, in.scratch, limit)
-	in.scratch = scratch
 	if compressed {
-		records.GiveSlot()
-		in.spent(limit, len(scratch))
+		if limit = in.budget.open(); limit == 0 {
+			in.skip(string(in.budget.cut))
+			return nil
+		}
+	}
+	b, scratch, err := records.Decode(raw, in.bufs.scratch, limit)
+	in.bufs.scratch = scratch
+	if compressed {
+		in.budget.close(limit, len(scratch))
 	}
 	if err != nil {
 		in.skip(decodeReason(err, &in.budget))
 		return nil
 	}
+	// Every record's new headers come from one array: copies, since the
+	// decoded headers may share theirs.
+	total := 0
+	for i := range b.Records {
+		total += len(b.Records[i].Headers) + 2
+	}
+	slab := make([]kmsg.Header, 0, total)
 	n := 0
 	for i := range b.Records {
 		r := &b.Records[i]
 		if hasHeader(r.Headers, "traceparent") {
 			continue // a user's creation context is never changed
 		}
-		// Appended to a copy: the decoded headers may share an array.
-		hs := make([]kmsg.Header, len(r.Headers), len(r.Headers)+2)
-		copy(hs, r.Headers)
-		hs = append(hs, kmsg.Header{Key: "traceparent", Value: in.traceparent})
+		at := len(slab)
+		slab = append(slab, r.Headers...)
+		slab = append(slab, kmsg.Header{Key: "traceparent", Value: in.traceparent})
 		if in.tracestate != nil && !hasHeader(r.Headers, "tracestate") {
-			hs = append(hs, kmsg.Header{Key: "tracestate", Value: in.tracestate})
+			slab = append(slab, kmsg.Header{Key: "tracestate", Value: in.tracestate})
 		}
-		r.Headers = hs
+		r.Headers = slab[at:len(slab):len(slab)]
 		n++
 	}
 	if n == 0 {
 		return nil
 	}
-	out, raw2, err := b.Encode(nil, in.raw)
-	in.raw = raw2
+	grow := n * (headerGrowth + len(in.tracestate))
+	section := len(raw) - records.HeaderSize
+	if compressed {
+		section = len(scratch)
+	}
+	in.bufs.raw = slices.Grow(in.bufs.raw[:0], section+grow)
+	out, raw2, err := b.Encode(make([]byte, 0, len(raw)+grow), in.bufs.raw)
+	in.bufs.raw = raw2
 	switch {
 	case err != nil:
 		in.skip(skipEncode)
@@ -139,48 +179,6 @@ func (in *injector) batch(_ string, _ int32, raw []byte) []byte {
 	}
 	in.injected += n
 	return out
-}
-
-// grant is how many bytes a compressed batch may inflate to (the
-// request's budget, its batches, the process's rate and a decoder slot,
-// as for links), or why it may not be opened. An uncompressed batch needs
-// no grant. A compressed one granted holds a decoder slot, which the
-// caller gives back.
-func (in *injector) grant(raw []byte) (int, string) {
-	if records.CodecOf(raw) == 0 {
-		return len(raw), ""
-	}
-	b := &in.budget
-	switch {
-	case b.cut != "":
-		return 0, string(b.cut)
-	case b.batches <= 0:
-		b.cut = cutBatches
-		return 0, string(b.cut)
-	case !records.TakeSlot():
-		return 0, string(cutBusy) // busy now, not spent: the next batch may find one
-	}
-	g := b.bytes
-	if b.rate != nil {
-		if g = b.rate.take(b.bytes, time.Now()); g == 0 {
-			records.GiveSlot()
-			b.cut = cutRate
-			return 0, string(b.cut)
-		}
-	}
-	b.batches--
-	return g, ""
-}
-
-// spent charges what a batch inflated to against the budget, and gives
-// the rate back what it granted beyond that.
-func (in *injector) spent(granted, used int) {
-	b := &in.budget
-	b.inflated += used
-	b.bytes -= used
-	if b.rate != nil && granted > used {
-		b.rate.giveBack(granted - used)
-	}
 }
 
 func (in *injector) skip(reason string) {

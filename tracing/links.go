@@ -25,6 +25,11 @@ type inflateBudget struct {
 	cut      cutCause // why reading stopped short, if a limit stopped it
 }
 
+// newBudget is one request's share of the record path's bounds.
+func (t *Tracer) newBudget() *inflateBudget {
+	return &inflateBudget{bytes: t.s.Links.MaxDecompressedBytes, batches: t.s.Links.MaxDecompressedBatches, rate: t.inflateRate}
+}
+
 // cutCause names the limit that stopped reading a request's records: the
 // value of the kproxy_trace_links_truncated_total "limit" label.
 type cutCause string
@@ -89,34 +94,16 @@ var errNotRead = errors.New("compressed batch not read")
 // Past the budget it returns the records up to it and errOverBudget; a
 // nil budget reads nothing.
 func (b *inflateBudget) inflate(dst []byte, codec int, data []byte) ([]byte, error) {
-	switch {
-	case b == nil:
-		return dst, errNotRead
-	case b.cut != "":
-		return dst, errNotRead // spent: no more batches are opened
-	case b.batches <= 0:
-		b.cut = cutBatches
-		return dst, errNotRead
-	case !records.TakeSlot():
-		b.cut = cutBusy
+	if b == nil {
 		return dst, errNotRead
 	}
-	defer records.GiveSlot()
-	grant := b.bytes
-	if b.rate != nil {
-		if grant = b.rate.take(b.bytes, time.Now()); grant == 0 {
-			b.cut = cutRate
-			return dst, errNotRead
-		}
+	grant := b.open()
+	if grant == 0 {
+		return dst, errNotRead
 	}
-	b.batches--
 	out, err := records.Inflate(dst, codec, data, grant)
 	n := len(out) - len(dst)
-	b.inflated += n
-	b.bytes -= n
-	if b.rate != nil {
-		b.rate.giveBack(grant - n)
-	}
+	b.close(grant, n)
 	if err == records.ErrOverBudget {
 		b.cut = cutBytes
 		if grant < b.bytes+n {
@@ -124,6 +111,44 @@ func (b *inflateBudget) inflate(dst []byte, codec int, data []byte) ([]byte, err
 		}
 	}
 	return out, err
+}
+
+// open admits one compressed batch: the bytes it may inflate to, with a
+// decoder slot held until close; 0 when it may not be opened, b.cut then
+// naming the limit. Every use of the record path (links, injection)
+// admits batches here, so they share one set of bounds.
+func (b *inflateBudget) open() int {
+	switch {
+	case b.cut != "":
+		return 0 // spent: no more batches are opened
+	case b.batches <= 0:
+		b.cut = cutBatches
+		return 0
+	case !records.TakeSlot():
+		b.cut = cutBusy
+		return 0
+	}
+	grant := b.bytes
+	if b.rate != nil {
+		if grant = b.rate.take(b.bytes, time.Now()); grant == 0 {
+			records.GiveSlot()
+			b.cut = cutRate
+			return 0
+		}
+	}
+	b.batches--
+	return grant
+}
+
+// close gives back the slot open took, charges what the batch inflated
+// to, and returns to the rate what it granted beyond that.
+func (b *inflateBudget) close(granted, used int) {
+	records.GiveSlot()
+	b.inflated += used
+	b.bytes -= used
+	if b.rate != nil && granted > used {
+		b.rate.giveBack(granted - used)
+	}
 }
 
 func hasTrace(s []trace.SpanContext, sc trace.SpanContext) bool {

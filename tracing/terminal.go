@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Terminal is a span exporter that prints one compact line per span to w,
@@ -41,7 +42,11 @@ func (t *terminal) Shutdown(context.Context) error { return nil }
 // SpanLine is one span in a line: when, what, how long, and the
 // attributes people look for first.
 //
-//	12:04:05.123 span  Produce demo            0.41ms  client=kgo partition=0 records=3 corr=7>12
+//	12:04:05.123 span  Produce demo            0.41ms  client=kgo partition=0 records=3 corr=7>12 id=4bf92f35/00f067aa
+//
+// A span is named by the first 8 hex digits of its trace id and of its
+// span id, so a Fetch line's links= can be matched by eye to the Produce
+// line whose records it returned.
 func SpanLine(s sdktrace.ReadOnlySpan) string {
 	attrs := map[attribute.Key]attribute.Value{}
 	for _, kv := range s.Attributes() {
@@ -65,11 +70,25 @@ func SpanLine(s sdktrace.ReadOnlySpan) string {
 	if c, ok := attrs[attrClientCorr]; ok {
 		line += fmt.Sprintf(" corr=%d>%d", c.AsInt64(), attrs[attrUpstreamCorr].AsInt64())
 	}
-	if n := len(s.Links()); n > 0 {
-		line += fmt.Sprintf(" links=%d", n)
+	line += " id=" + shortID(s.SpanContext())
+	if links := s.Links(); len(links) > 0 {
+		ids := make([]string, 0, 3)
+		for i, l := range links {
+			if i == 3 {
+				ids = append(ids, fmt.Sprintf("+%d", len(links)-3))
+				break
+			}
+			ids = append(ids, shortID(l.SpanContext))
+		}
+		line += " links=" + strings.Join(ids, ",")
 	}
 	if s.Status().Code == codes.Error {
 		line += " ERROR " + s.Status().Description
 	}
 	return line
+}
+
+// shortID is a span context's trace and span id, each cut to 8 hex digits.
+func shortID(sc trace.SpanContext) string {
+	return sc.TraceID().String()[:8] + "/" + sc.SpanID().String()[:8]
 }

@@ -22,6 +22,8 @@ func TestTerminalLine(t *testing.T) {
 	_, s := tp.Tracer("t").Start(context.Background(), "Produce demo", trace.WithTimestamp(start))
 	s.SetAttributes(semconv.MessagingClientID("kgo"), semconv.MessagingDestinationPartitionID("0"),
 		semconv.MessagingBatchMessageCount(3), attrClientCorr.Int(7), attrUpstreamCorr.Int(12))
+	linked := spanCtx(0x4b, 0x07, true)
+	s.AddLink(trace.Link{SpanContext: linked})
 	s.SetStatus(codes.Error, "NOT_LEADER_OR_FOLLOWER")
 	s.End(trace.WithTimestamp(start.Add(410 * time.Microsecond)))
 	if err := tp.Shutdown(context.Background()); err != nil {
@@ -29,7 +31,8 @@ func TestTerminalLine(t *testing.T) {
 	}
 	got := strings.TrimSpace(out.String())
 	for _, want := range []string{"12:04:05.123 span  Produce demo", "0.41ms", "client=kgo", "partition=0",
-		"records=3", "corr=7>12", "ERROR NOT_LEADER_OR_FOLLOWER"} {
+		"records=3", "corr=7>12", "ERROR NOT_LEADER_OR_FOLLOWER",
+		" id=" + shortID(s.SpanContext()), " links=" + linked.TraceID().String()[:8] + "/" + linked.SpanID().String()[:8]} {
 		if !strings.Contains(got, want) {
 			t.Errorf("line %q lacks %q", got, want)
 		}

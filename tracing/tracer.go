@@ -95,7 +95,7 @@ func (t *Tracer) Start(p *Peer, body *framing.Body, upstreamID int32, reqBytes i
 	if len(f.batches) > 0 && t.s.Links.Max > 0 {
 		var b *inflateBudget
 		if t.s.Links.Decompress {
-			b = &inflateBudget{bytes: t.s.Links.MaxDecompressedBytes, batches: t.s.Links.MaxDecompressedBatches, rate: t.inflateRate}
+			b = t.newBudget()
 		}
 		found, complete := recordContexts(f.batches, t.s.Links.Max, b)
 		s.incomplete = !complete
@@ -151,7 +151,7 @@ func (t *Tracer) fetchLinks(s *Span, fr *kmsg.FetchResponse) {
 	}
 	var b *inflateBudget
 	if t.s.Links.Decompress {
-		b = &inflateBudget{bytes: t.s.Links.MaxDecompressedBytes, batches: t.s.Links.MaxDecompressedBatches, rate: t.inflateRate}
+		b = t.newBudget()
 	}
 	found, complete := recordContexts(batches, t.s.Links.Max, b)
 	s.incomplete = s.incomplete || !complete

@@ -114,6 +114,7 @@ func compareCmd(args []string) error {
 	rounds := fs.Int("rounds", 3, "rounds; each runs every target once, for -t")
 	traced := fs.Bool("traced", false, "also start a second kproxy (--kproxy-bin) tracing to a null OTLP/HTTP sink, and report it against the untraced one")
 	ratio := fs.Float64("trace-ratio", 1, "with --traced: the traced kproxy's tracing.sample_ratio")
+	inject := fs.Bool("inject", false, "with --traced: the traced kproxy also has tracing.propagation.inject on (sampled produces get a traceparent in their records)")
 	sinkWalk := fs.Bool("sink-walk", false, "with --traced: the null sink counts spans by walking the protobuf wire format instead of decoding every span, taking most of a collector's cost off the shared cores")
 	clustered := fs.Bool("cluster", false, "also start a kproxy (--kproxy-bin) in cluster mode, load its node port, and report it against the single-broker one")
 	brokerNode := fs.Int("broker-node-id", 0, "the null broker's node id (the one compare starts gets it; give the one of --broker-addr's)")
@@ -197,7 +198,7 @@ func compareCmd(args []string) error {
 		defer k.stop()
 		targets = append(targets, other{name: "kproxy", addr: k.addr, pid: k.cmd.Process.Pid})
 		if *traced {
-			tk, sink, err := startTraced(*bin, brokerAddr, *ratio, *sinkWalk, kextra)
+			tk, sink, err := startTraced(*bin, brokerAddr, *ratio, *inject, *sinkWalk, kextra)
 			if err != nil {
 				return err
 			}
@@ -236,8 +237,12 @@ func compareCmd(args []string) error {
 	}
 	if *traced {
 		plain, tr := rows[1].res, rows[2].res
-		fmt.Printf("tracing (sample_ratio %g) keeps %.1f%% of untraced kproxy's req/s (%.0f of %.0f)\n",
-			*ratio, 100*tr.reqPerSec()/plain.reqPerSec(), tr.reqPerSec(), plain.reqPerSec())
+		with := ""
+		if *inject {
+			with = ", propagation.inject on"
+		}
+		fmt.Printf("tracing (sample_ratio %g%s) keeps %.1f%% of untraced kproxy's req/s (%.0f of %.0f)\n",
+			*ratio, with, 100*tr.reqPerSec()/plain.reqPerSec(), tr.reqPerSec(), plain.reqPerSec())
 		tracedKproxy.stop() // flushes its spans
 		got := tracedSink.spans.Load()
 		fmt.Printf("the null OTLP sink received %d spans; the traced kproxy relayed %d requests, %.1f%% of them at sample_ratio %g (%d undecodable exports)\n",
@@ -293,7 +298,7 @@ func tlsKproxyConfig(c *benchCerts) string {
 }
 
 // startTraced starts kproxy with tracing on, exporting to a new null sink.
-func startTraced(bin, broker string, ratio float64, walk bool, extra []string) (*kproxyChild, *otlpSink, error) {
+func startTraced(bin, broker string, ratio float64, inject, walk bool, extra []string) (*kproxyChild, *otlpSink, error) {
 	sink, err := startOTLPSink(walk)
 	if err != nil {
 		return nil, nil, err
@@ -305,7 +310,7 @@ func startTraced(bin, broker string, ratio float64, walk bool, extra []string) (
 	}
 	defer os.RemoveAll(dir) // kproxy has read it by the time it listens
 	path := filepath.Join(dir, "kproxy.yaml")
-	if err := os.WriteFile(path, []byte(tracedConfig(sink, ratio)), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte(tracedConfig(sink, ratio, inject)), 0o600); err != nil {
 		sink.close()
 		return nil, nil, err
 	}

@@ -127,9 +127,11 @@ func (s *otlpSink) close() error {
 }
 
 // tracedConfig is the kproxy.yaml a traced kproxy runs with: requests
-// traced at ratio, exported over OTLP/HTTP to sink.
-func tracedConfig(sink *otlpSink, ratio float64) string {
-	return fmt.Sprintf("tracing:\n  enabled: true\n  endpoint: %s\n  protocol: http/protobuf\n  sample_ratio: %g\n", sink.URL(), ratio)
+// traced at ratio, exported over OTLP/HTTP to sink, and with inject the
+// sampled produces' records given a traceparent.
+func tracedConfig(sink *otlpSink, ratio float64, inject bool) string {
+	return fmt.Sprintf("tracing:\n  enabled: true\n  endpoint: %s\n  protocol: http/protobuf\n  sample_ratio: %g\n  propagation:\n    inject: %v\n",
+		sink.URL(), ratio, inject)
 }
 
 // sinkCmd runs the null OTLP/HTTP sink until SIGINT or SIGTERM, for

@@ -40,7 +40,7 @@ func testOTLPSinkCounts(t *testing.T, walk bool) {
 	if got := sink.spans.Load(); got != 25 || sink.bad.Load() != 0 {
 		t.Fatalf("sink counted %d spans (%d bad exports), want 25", got, sink.bad.Load())
 	}
-	if cfg := tracedConfig(sink, 0.5); !strings.Contains(cfg, "sample_ratio: 0.5") || !strings.Contains(cfg, sink.URL()) {
+	if cfg := tracedConfig(sink, 0.5, true); !strings.Contains(cfg, "sample_ratio: 0.5") || !strings.Contains(cfg, sink.URL()) || !strings.Contains(cfg, "inject: true") {
 		t.Fatalf("traced config:\n%s", cfg)
 	}
 }

@@ -33,6 +33,11 @@ func demo(args []string) error {
 	}
 	if o.config == "" {
 		f.Log.Format = "console"
+		// The tour shows one trace from producer to consumer: produced
+		// records get the Produce span's traceparent, and Fetch spans
+		// link to the contexts of the records they return.
+		f.Tracing.Propagation.Inject = true
+		f.Tracing.Links.Fetch, f.Tracing.Links.Decompress = true, true
 	}
 	broker, err := embedded.Reserve()
 	if err != nil {

@@ -21,7 +21,9 @@ func TestDemoCheck(t *testing.T) {
 
 // TestDemoLoadPrintsSpans runs the tour: demo --load with no OTLP endpoint
 // prints a span line per request its producer and consumer group make,
-// reports records going both ways, and stops promptly on SIGTERM.
+// a Fetch line linking to a Produce line (the traceparent kproxy injected
+// into the produced records), reports records going both ways, and stops
+// promptly on SIGTERM.
 func TestDemoLoadPrintsSpans(t *testing.T) {
 	var out lockedBuffer
 	cmd := exec.Command(bin, "demo", "--load", "--listen", "127.0.0.1:0", "--admin", "127.0.0.1:0")
@@ -40,14 +42,14 @@ func TestDemoLoadPrintsSpans(t *testing.T) {
 		s := out.String()
 		if m := progress.FindStringSubmatch(s); m != nil && m[2] != "0" &&
 			strings.Contains(s, " span  Produce demo ") && strings.Contains(s, " span  Fetch demo ") &&
-			strings.Contains(s, "client=demo-producer") && strings.Contains(s, "group=demo-group") {
+			strings.Contains(s, "client=demo-producer") && strings.Contains(s, "group=demo-group") && fetchLinksProduce(s) {
 			break
 		}
 		select {
 		case err := <-exited:
 			t.Fatalf("demo exited: %v\n%s", err, out.String())
 		case <-deadline:
-			t.Fatalf("no Produce and Fetch span lines and consumed records within 30s:\n%s", out.String())
+			t.Fatalf("no Produce and Fetch span lines, Fetch linked to Produce, and consumed records within 30s:\n%s", out.String())
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
@@ -66,4 +68,26 @@ func TestDemoLoadPrintsSpans(t *testing.T) {
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("demo took %v to stop; its own clients should stop before the drain", d)
 	}
+}
+
+var (
+	produceID = regexp.MustCompile(` span  Produce demo .* id=(\S+)`)
+	fetchLink = regexp.MustCompile(` span  Fetch demo .* links=(\S+)`)
+)
+
+// fetchLinksProduce reports whether a Fetch span line links to the id of
+// a Produce span line.
+func fetchLinksProduce(out string) bool {
+	produced := map[string]bool{}
+	for _, m := range produceID.FindAllStringSubmatch(out, -1) {
+		produced[m[1]] = true
+	}
+	for _, m := range fetchLink.FindAllStringSubmatch(out, -1) {
+		for _, id := range strings.Split(m[1], ",") {
+			if produced[id] {
+				return true
+			}
+		}
+	}
+	return false
 }
