@@ -23,6 +23,9 @@ type scenario struct {
 	// with clients that hold no credentials (compat_origination_test.go);
 	// run is not used.
 	origination bool
+	// stitch cells produce through one kproxy and consume through
+	// another, checking the trace in Jaeger (compat_stitch_test.go).
+	stitch bool
 	// apis must each have passed through kproxy during the proxied run:
 	// proof that the client did the scenario's work through kproxy.
 	apis []string
@@ -60,6 +63,7 @@ var compatScenarios = []scenario{
 	{name: "mtls", tls: "mtls", apis: []string{"Produce", "Fetch", "JoinGroup"}, run: func(c *cell) error { return c.roundTrip("", "none", "all") }},
 	{name: "cluster", cluster: true, apis: []string{"Metadata", "Produce", "Fetch", "FindCoordinator", "JoinGroup"}, run: func(c *cell) error { return c.roundTrip("", "none", "all") }},
 	{name: "sasl-origination", origination: true},
+	{name: "trace-stitch", stitch: true, apis: []string{"Produce"}, run: (*cell).traceStitch},
 	{name: "admin", apis: []string{"CreateTopics", "DeleteTopics"}, needs: []kclients.Feature{kclients.Admin}, core: true, run: (*cell).admin},
 	{name: "perf-tools", apis: []string{"Produce", "Fetch"}, needs: []kclients.Feature{kclients.PerfTools}, run: (*cell).perf},
 }

@@ -46,6 +46,7 @@ func TestCompat(t *testing.T) {
 			}
 			if i == 0 { // the cluster column runs on the newest broker only
 				env.cluster = startClusterFixture(t, v)
+				env.stitch = startStitchFixture(t, k)
 			}
 			t.Run("tls-refusals", env.tls.requireRefusals)
 			if i == 0 {
@@ -98,6 +99,7 @@ type compatEnv struct {
 	plain, sasl *harness.Kproxy
 	tls         *tlsKproxies
 	cluster     *clusterFixture // nil but for the newest broker
+	stitch      *stitchFixture  // nil but for the newest broker
 }
 
 // path is a way to reach the broker.
@@ -115,6 +117,8 @@ var paths = []path{{name: "direct"}, {name: "kproxy", proxied: true}}
 // kproxy is the kproxy a proxied run of s on p goes through.
 func (e *compatEnv) kproxy(s scenario, p path) *harness.Kproxy {
 	switch {
+	case s.stitch:
+		return e.stitch.produce
 	case s.cluster:
 		return e.cluster.kproxy.Kproxy
 	case s.tls != "":
@@ -171,6 +175,7 @@ func (e *compatEnv) kproxies() []*harness.Kproxy {
 	if e.cluster != nil {
 		kps = append(kps, e.cluster.kproxy.Kproxy)
 	}
+	kps = append(kps, e.stitch.kproxies()...)
 	return kps
 }
 

@@ -39,6 +39,9 @@ const (
 
 // paths are the ways a cell of s reaches the broker.
 func (s scenario) paths() []path {
+	if s.stitch {
+		return stitchPaths
+	}
 	if s.tls == "" {
 		return paths
 	}

@@ -71,7 +71,7 @@ func Java(t testing.TB) string {
 }
 
 // Kafka is a single-node KRaft Apache Kafka broker on 127.0.0.1 with
-// eleven listeners: DIRECT and DIRECTSASL advertise their own address (the
+// thirteen listeners: DIRECT and DIRECTSASL advertise their own address (the
 // control path), PROXIED and PROXIEDSASL advertise kproxy's address, as a
 // sidecar deployment does, so clients that bootstrap through kproxy stay
 // behind it; TLS holds the six listeners of the TLS cells.
@@ -87,6 +87,13 @@ type Kafka struct {
 
 	// Where kproxy must listen for the advertised addresses to be right.
 	ProxyAddr, ProxySASLAddr string
+
+	// StitchProduce and StitchConsume are PLAINTEXT listeners advertised
+	// as ProxyStitchProduce and ProxyStitchConsume: the trace-stitch
+	// cells produce through one kproxy and consume through another, each
+	// a broker-pod sidecar of its own listener.
+	StitchProduce, StitchConsume           string
+	ProxyStitchProduce, ProxyStitchConsume string
 
 	TLS KafkaTLS
 	// Origination holds the sasl-origination cells' listeners, one slot
@@ -151,7 +158,7 @@ func WithOrigination(slots int) KafkaOption {
 
 func startKafka(t testing.TB, version string, o kafkaOptions) (*Kafka, error) {
 	t.Helper()
-	p := FreePorts(t, 7+kafkaTLSPorts+o.originationSlots*originationPortsPerSlot)
+	p := FreePorts(t, 11+kafkaTLSPorts+o.originationSlots*originationPortsPerSlot)
 	k := &Kafka{
 		Version:       version,
 		Libs:          KafkaLibs(t, version),
@@ -163,8 +170,13 @@ func startKafka(t testing.TB, version string, o kafkaOptions) (*Kafka, error) {
 		ProxyAddr:     fmt.Sprintf("127.0.0.1:%d", p[5]),
 		ProxySASLAddr: fmt.Sprintf("127.0.0.1:%d", p[6]),
 		TLS:           newKafkaTLS(t, p[7:7+kafkaTLSPorts]),
-		Origination:   newKafkaOrigination(p[7+kafkaTLSPorts:]),
-		dir:           t.TempDir(),
+
+		StitchProduce:      fmt.Sprintf("127.0.0.1:%d", p[7+kafkaTLSPorts]),
+		StitchConsume:      fmt.Sprintf("127.0.0.1:%d", p[8+kafkaTLSPorts]),
+		ProxyStitchProduce: fmt.Sprintf("127.0.0.1:%d", p[9+kafkaTLSPorts]),
+		ProxyStitchConsume: fmt.Sprintf("127.0.0.1:%d", p[10+kafkaTLSPorts]),
+		Origination:        newKafkaOrigination(p[11+kafkaTLSPorts:]),
+		dir:                t.TempDir(),
 	}
 	props := filepath.Join(k.dir, "server.properties")
 	if err := os.WriteFile(props, []byte(k.properties(t)), 0o644); err != nil {
@@ -338,6 +350,8 @@ func (k *Kafka) properties(t testing.TB) string {
 		{"PROXIED", k.Proxied, k.ProxyAddr, "PLAINTEXT"},
 		{"DIRECTSASL", k.DirectSASL, k.DirectSASL, "SASL_PLAINTEXT"},
 		{"PROXIEDSASL", k.ProxiedSASL, k.ProxySASLAddr, "SASL_PLAINTEXT"},
+		{"STITCHPRODUCE", k.StitchProduce, k.ProxyStitchProduce, "PLAINTEXT"},
+		{"STITCHCONSUME", k.StitchConsume, k.ProxyStitchConsume, "PLAINTEXT"},
 	}, append(k.TLS.listeners(), k.Origination.listeners()...)...)
 	var listeners, advertised, protocols []string
 	for _, l := range ls {

@@ -287,7 +287,7 @@ func (d Confluent) Consume(ctx context.Context, o ConsumeOpts) ([]Delivered, err
 						coll.fail(fmt.Errorf("member %d: %w", n, ev.TopicPartition.Error))
 						continue
 					}
-					coll.add(Delivered{Member: n, Partition: ev.TopicPartition.Partition, Key: string(ev.Key), Value: string(ev.Value)})
+					coll.add(Delivered{Member: n, Partition: ev.TopicPartition.Partition, Key: string(ev.Key), Value: string(ev.Value), Traceparent: confluentTraceparent(ev.Headers)})
 					if _, err := c.StoreMessage(ev); err != nil {
 						coll.fail(fmt.Errorf("member %d store offset: %w", n, err))
 					}
@@ -375,4 +375,13 @@ func (d Confluent) Admin(ctx context.Context, o AdminOpts) (err error) {
 		_, ok := md.Topics[o.Topic]
 		return ok, nil
 	})
+}
+
+func confluentTraceparent(hs []kafka.Header) string {
+	for _, h := range hs {
+		if h.Key == "traceparent" {
+			return string(h.Value)
+		}
+	}
+	return ""
 }

@@ -21,6 +21,9 @@ type Delivered struct {
 	Partition int32
 	Key       string
 	Value     string
+	// Traceparent is the record's traceparent header as the library
+	// handed it to the application ("" when it has none).
+	Traceparent string
 }
 
 // SASL is the authentication to use; the zero value is none.

@@ -195,7 +195,7 @@ func (d Franz) Consume(ctx context.Context, o ConsumeOpts) ([]Delivered, error) 
 				})
 				mu.Lock()
 				fs.EachRecord(func(r *kgo.Record) {
-					got = append(got, Delivered{Member: m, Partition: r.Partition, Key: string(r.Key), Value: string(r.Value)})
+					got = append(got, Delivered{Member: m, Partition: r.Partition, Key: string(r.Key), Value: string(r.Value), Traceparent: franzTraceparent(r.Headers)})
 					seen[string(r.Key)] = true
 				})
 				if len(seen) >= o.Count {
@@ -252,4 +252,13 @@ func (d Franz) Admin(ctx context.Context, o AdminOpts) error {
 		td, err := adm.ListTopics(ctx)
 		return td.Has(o.Topic), err
 	})
+}
+
+func franzTraceparent(hs []kgo.RecordHeader) string {
+	for _, h := range hs {
+		if h.Key == "traceparent" {
+			return string(h.Value)
+		}
+	}
+	return ""
 }

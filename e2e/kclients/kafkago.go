@@ -174,7 +174,7 @@ func (d KafkaGo) Consume(ctx context.Context, o ConsumeOpts) ([]Delivered, error
 					time.Sleep(200 * time.Millisecond)
 					continue
 				}
-				coll.add(Delivered{Member: n, Partition: int32(msg.Partition), Key: string(msg.Key), Value: string(msg.Value)})
+				coll.add(Delivered{Member: n, Partition: int32(msg.Partition), Key: string(msg.Key), Value: string(msg.Value), Traceparent: kafkagoTraceparent(msg.Headers)})
 				if err := r.CommitMessages(ctx, msg); err != nil && ctx.Err() == nil {
 					coll.fail(fmt.Errorf("member %d commit: %w", n, err))
 				}
@@ -244,4 +244,13 @@ func kafkaGoListed(ts []kafka.Topic, topic string) bool {
 		}
 	}
 	return false
+}
+
+func kafkagoTraceparent(hs []kafka.Header) string {
+	for _, h := range hs {
+		if h.Key == "traceparent" {
+			return string(h.Value)
+		}
+	}
+	return ""
 }

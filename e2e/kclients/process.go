@@ -165,16 +165,16 @@ func readDelivered(path string) ([]Delivered, error) {
 		if line == "" {
 			continue
 		}
-		f := strings.SplitN(line, "\t", 4)
-		if len(f) != 4 {
-			return out, fmt.Errorf("%s line %d: want member<TAB>partition<TAB>key<TAB>value, got %q", path, i+1, line)
+		f := strings.SplitN(line, "\t", 5)
+		if len(f) != 5 {
+			return out, fmt.Errorf("%s line %d: want member<TAB>partition<TAB>key<TAB>value<TAB>traceparent, got %q", path, i+1, line)
 		}
 		m, err1 := strconv.Atoi(f[0])
 		pt, err2 := strconv.ParseInt(f[1], 10, 32)
 		if err := errors.Join(err1, err2); err != nil {
 			return out, fmt.Errorf("%s line %d: %v", path, i+1, err)
 		}
-		out = append(out, Delivered{Member: m, Partition: int32(pt), Key: f[2], Value: f[3]})
+		out = append(out, Delivered{Member: m, Partition: int32(pt), Key: f[2], Value: f[3], Traceparent: f[4]})
 	}
 	return out, nil
 }

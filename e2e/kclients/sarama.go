@@ -216,7 +216,7 @@ func (h *saramaMember) ConsumeClaim(s sarama.ConsumerGroupSession, c sarama.Cons
 			if !ok {
 				return nil
 			}
-			h.coll.add(Delivered{Member: h.m, Partition: msg.Partition, Key: string(msg.Key), Value: string(msg.Value)})
+			h.coll.add(Delivered{Member: h.m, Partition: msg.Partition, Key: string(msg.Key), Value: string(msg.Value), Traceparent: saramaTraceparent(msg.Headers)})
 			s.MarkMessage(msg, "")
 		case <-s.Context().Done():
 			return nil
@@ -321,4 +321,13 @@ func (d Sarama) Admin(ctx context.Context, o AdminOpts) error {
 		_, ok := ts[o.Topic]
 		return ok, nil
 	})
+}
+
+func saramaTraceparent(hs []*sarama.RecordHeader) string {
+	for _, h := range hs {
+		if string(h.Key) == "traceparent" {
+			return string(h.Value)
+		}
+	}
+	return ""
 }

@@ -344,7 +344,9 @@ public final class KafkaDriver {
                             }
                             synchronized (seen) {
                                 for (ConsumerRecord<String, String> r : recs) {
-                                    out.write(member + "\t" + r.partition() + "\t" + r.key() + "\t" + r.value() + "\n");
+                                    org.apache.kafka.common.header.Header tp = r.headers().lastHeader("traceparent");
+                                    String traceparent = tp == null || tp.value() == null ? "" : new String(tp.value(), StandardCharsets.UTF_8);
+                                    out.write(member + "\t" + r.partition() + "\t" + r.key() + "\t" + r.value() + "\t" + traceparent + "\n");
                                     seen.add(r.key());
                                 }
                                 if (seen.size() >= count) {

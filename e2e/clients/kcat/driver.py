@@ -162,7 +162,7 @@ def consume(args):
            "-X", "auto.offset.reset=earliest",
            "-X", "auto.commit.interval.ms=1000",
            "-X", "isolation.level=" + ("read_committed" if args.read_committed else "read_uncommitted"),
-           "-f", "%p\\t%k\\t%s\\n"]
+           "-f", "%p\\t%k\\t%h\\t%s\\n"]
     if args.protocol == "consumer":
         cmd += ["-X", "group.protocol=consumer"]
     if args.faults:
@@ -177,14 +177,17 @@ def consume(args):
 
     def read(m, p):
         for line in p.stdout:
-            parts = line.rstrip("\n").split("\t", 2)
-            if len(parts) != 3:
+            parts = line.rstrip("\n").split("\t", 3)
+            if len(parts) != 4:
                 with lock:
                     bad.append(f"member {m}: unexpected kcat output {line!r}")
                 continue
-            part, key, value = parts
+            part, key, headers, value = parts
+            # %h is the headers as key=value pairs joined by commas (a
+            # traceparent has neither character).
+            tp = next((h.split("=", 1)[1] for h in headers.split(",") if h.startswith("traceparent=")), "")
             with lock:
-                out.write(f"{m}\t{part}\t{key}\t{value}\n")
+                out.write(f"{m}\t{part}\t{key}\t{value}\t{tp}\n")
                 out.flush()
                 seen.add(key)
                 if len(seen) >= args.count:

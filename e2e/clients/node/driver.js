@@ -199,7 +199,9 @@ async function consume(opts) {
       eachMessage: async ({ partition, message }) => {
         const key = message.key === null ? '' : message.key.toString('utf8');
         const value = message.value === null ? '' : message.value.toString('utf8');
-        fs.writeSync(out, `${m}\t${partition}\t${key}\t${value}\n`);
+        const h = message.headers && message.headers.traceparent;
+        const tp = h === undefined || h === null ? '' : (Array.isArray(h) ? h[0] : h).toString('utf8');
+        fs.writeSync(out, `${m}\t${partition}\t${key}\t${value}\t${tp}\n`);
         seen.add(key);
         if (seen.size >= count) finish(true);
       },

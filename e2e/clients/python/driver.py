@@ -156,8 +156,9 @@ def consume(args):
                     got = True
                     key = (msg.key() or b"").decode()
                     value = (msg.value() or b"").decode()
+                    tp = next((v.decode() for k, v in (msg.headers() or []) if k == "traceparent" and v is not None), "")
                     with lock:
-                        out.write(f"{m}\t{msg.partition()}\t{key}\t{value}\n")
+                        out.write(f"{m}\t{msg.partition()}\t{key}\t{value}\t{tp}\n")
                         seen.add(key)
                 if got:
                     with lock:
