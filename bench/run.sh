@@ -172,6 +172,8 @@ plain() {
 	compare --traced --trace-ratio 0.01 -c 64 -d 8 -s 113
 	echo "== tracing 1 request in 20, 64 x 8"
 	compare --traced --trace-ratio 0.05 -c 64 -d 8 -s 113
+	echo "== tracing 1 request in 20 with propagation.inject (sampled produces get a traceparent), 64 x 8"
+	compare --traced --trace-ratio 0.05 --inject -c 64 -d 8 -s 113
 	echo "== tracing every request at a fixed offered load: 50,000 req/s over 64 connections"
 	compare --traced --trace-ratio 1 --rate 50000 -c 64 -d 8 -s 113
 }
