@@ -114,8 +114,8 @@ func TestBufferBudgetBoundsPartialFrames(t *testing.T) {
 	})
 }
 
-// max_buffered_bytes 0 takes half the cgroup v2 memory limit, else a fixed
-// default.
+// max_buffered_bytes 0 takes half the cgroup memory limit (v2, else v1),
+// else a fixed default.
 func TestDefaultMaxBufferedBytes(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -134,6 +134,18 @@ func TestDefaultMaxBufferedBytes(t *testing.T) {
 			"sys/fs/cgroup/memory.max":                  {Data: []byte("max\n")},
 		}, 128 << 20},
 		{"garbage", fstest.MapFS{"sys/fs/cgroup/memory.max": {Data: []byte("lots\n")}}, fallbackBufferedBytes},
+		{"v1 own cgroup", fstest.MapFS{
+			"proc/self/cgroup": {Data: []byte("5:devices:/kubepods/pod1/c1\n4:cpuacct,memory:/kubepods/pod1/c1\n0::/\n")},
+			"sys/fs/cgroup/memory/kubepods/pod1/c1/memory.limit_in_bytes": {Data: []byte("268435456\n")},
+			"sys/fs/cgroup/memory/memory.limit_in_bytes":                  {Data: []byte("9223372036854771712\n")},
+		}, 128 << 20},
+		{"v1 namespaced", fstest.MapFS{
+			"proc/self/cgroup":                           {Data: []byte("4:memory:/\n")},
+			"sys/fs/cgroup/memory/memory.limit_in_bytes": {Data: []byte("536870912\n")},
+		}, 256 << 20},
+		{"v1 unlimited", fstest.MapFS{
+			"sys/fs/cgroup/memory/memory.limit_in_bytes": {Data: []byte("9223372036854771712\n")},
+		}, fallbackBufferedBytes},
 	} {
 		if got, _ := defaultMaxBufferedBytes(tc.fs); got != tc.want {
 			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)

@@ -32,8 +32,9 @@ type Config struct {
 	// when a connection would take the total past it, the connection
 	// holding the most is closed, and the others keep what they hold. 0
 	// (the default) derives it at start: half the container's memory
-	// limit (cgroup v2 memory.max) where there is one, else 1 GiB, and
-	// never less than one maximum-size frame. A value set must hold one
+	// limit (cgroup v2 memory.max, else v1 memory.limit_in_bytes) where
+	// there is one, else 1 GiB, and never less than one maximum-size
+	// frame. A value set must hold one
 	// maximum-size frame; below max_unread_bytes it closes a single
 	// connection earlier than max_unread_bytes would. kproxy also sets
 	// Go's soft memory limit from it (LimitMemory) unless GOMEMLIMIT is

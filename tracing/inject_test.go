@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/hex"
+	"fmt"
 	"hash/crc32"
 	"reflect"
 	"testing"
@@ -98,15 +99,16 @@ func producedBatch(t *testing.T, frame []byte) (records.Batch, []byte) {
 }
 
 // A sampled Produce's untraced records get a traceparent naming its span,
-// in every codec and in a flexible and an older version; the record a
+// in every codec and every Produce version that carries v2 batches (v3
+// to the newest kmsg knows, flexible or not); the record a
 // user traced, every other header and field, and the batch's producer
 // id, epoch, sequence and attributes are kept; the exported span has the
 // ids the records name.
 func TestInjectTraceparent(t *testing.T) {
 	user := spanCtx(0xaa, 1, true)
-	for _, version := range []int16{3, 9} {
+	for version := int16(3); version <= kmsg.NewPtrProduceRequest().MaxVersion(); version++ { // every version of v2 batches
 		for _, codec := range []string{"none", "gzip", "snappy", "snappy-xerial", "lz4", "zstd"} {
-			t.Run(codec+"/v"+string(rune('0'+version)), func(t *testing.T) {
+			t.Run(fmt.Sprintf("%s/v%d", codec, version), func(t *testing.T) {
 				tr, reg, spans := tracerWithRegistry(t, injectOn)
 				recs := injectRecords(user)
 				in := idempotent(batchOf(t, codec, recs))
