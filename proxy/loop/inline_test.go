@@ -26,10 +26,7 @@ func TestSetUpstreamContextReachesTheRunner(t *testing.T) {
 			time.Sleep(2 * time.Second)
 		}
 	}()
-	up, err := netpoll.DialConnection("tcp", ln.Addr().String(), time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	up := dialRetrying(t, ln.Addr().String())
 	defer up.Close()
 	if !setUpstreamContext(up, context.WithValue(context.Background(), upstreamKey{}, "marked")) {
 		t.Fatal("setUpstreamContext could not set the dialed connection's context: netpoll's layout changed")

@@ -103,7 +103,7 @@ func (l *Listener) onConnect(ctx context.Context, client netpoll.Connection) con
 		},
 		Gone: func() bool { return !client.IsActive() },
 		Dial: func(_ context.Context, addr string) (net.Conn, error) {
-			up, err := netpoll.DialConnection("tcp", addr, d.k.Limits.DialTimeout)
+			up, err := dialUpstream(addr, d.k.Limits.DialTimeout)
 			if err != nil {
 				return nil, err
 			}

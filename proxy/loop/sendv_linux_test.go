@@ -7,8 +7,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/cloudwego/netpoll"
 )
 
 // A raw send the socket cannot take whole leaves the rest in netpoll's
@@ -26,10 +24,7 @@ func TestRawSendHandsTheRestToTheWriter(t *testing.T) {
 			accepted <- c
 		}
 	}()
-	conn, err := netpoll.DialConnection("tcp", ln.Addr().String(), time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := dialRetrying(t, ln.Addr().String())
 	defer conn.Close()
 	peer := <-accepted
 	defer peer.Close()
@@ -82,10 +77,7 @@ func TestRawSendAfterCloseFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	conn, err := netpoll.DialConnection("tcp", ln.Addr().String(), time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn := dialRetrying(t, ln.Addr().String())
 	r := newRawConn(conn, guardWrites(conn))
 	conn.Close()
 	r.iov = append(r.iov, []byte("late"))

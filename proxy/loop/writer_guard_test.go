@@ -43,10 +43,7 @@ func frameSink(t *testing.T, n int) (addr string, got <-chan []byte) {
 
 func dialNetpoll(t *testing.T, addr string) netpoll.Connection {
 	t.Helper()
-	c, err := netpoll.DialConnection("tcp", addr, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := dialRetrying(t, addr)
 	c.SetOnRequest(func(context.Context, netpoll.Connection) error { return nil })
 	t.Cleanup(func() { c.Close() })
 	return c
