@@ -194,12 +194,19 @@ func (e *clusterEnv) spread(t testing.TB, topic string, partitions int32, broker
 }
 
 // realAddr is the address kproxy learnt for node, failing the test when
-// it learnt none.
+// it learns none within 10s.
 func (e *clusterEnv) realAddr(t testing.TB, node int32) string {
 	t.Helper()
-	a, ok := e.srv.Topology().Addr(node)
-	if !ok {
-		t.Fatalf("kproxy knows no address for node %d", node)
+	// discovery runs beside the clients, so the node may be learnt a
+	// moment after the response that named it was relayed
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if a, ok := e.srv.Topology().Addr(node); ok {
+			return a
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("kproxy knows no address for node %d after 10s", node)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
-	return a
 }
