@@ -143,7 +143,25 @@ func startCluster() (*cluster, error) {
 	// containers they start, and the pods' cgroups (the kubelet's
 	// cgroupRoot) are below it, so teardown finds them all.
 	for _, root := range cgroupRoots() {
-		if err := os.MkdirAll(filepath.Join(root, cgroupDir, "system"), 0o755); err != nil {
+		top := filepath.Join(root, cgroupDir)
+		if err := os.MkdirAll(top, 0o755); err != nil {
+			return nil, fmt.Errorf("make the node's cgroup: %v", err)
+		}
+		// A v1 cpuset cgroup starts with no CPUs and no memory nodes, and
+		// no process can join it (runc's init dies, "can't get final
+		// child's PID from pipe"): give the node's the root's, and have
+		// every cgroup below it (the kubelet's, the pods') copy its
+		// parent's.
+		if _, err := os.Stat(filepath.Join(root, "cpuset.cpus")); err == nil {
+			for _, f := range []string{"cpuset.cpus", "cpuset.mems"} {
+				b, _ := os.ReadFile(filepath.Join(root, f))
+				if err := os.WriteFile(filepath.Join(top, f), b, 0o644); err != nil {
+					return nil, fmt.Errorf("set the node's %s: %v", f, err)
+				}
+			}
+			os.WriteFile(filepath.Join(top, "cgroup.clone_children"), []byte("1"), 0o644)
+		}
+		if err := os.MkdirAll(filepath.Join(top, "system"), 0o755); err != nil {
 			return nil, fmt.Errorf("make the node's cgroup: %v", err)
 		}
 	}
