@@ -40,15 +40,14 @@ var logDir = filepath.Join(os.TempDir(), "kproxy-node-logs")
 
 // cluster is the running node and the API server's client.
 type cluster struct {
-	bin      string // the node's binaries (install-node.sh)
-	apiBin   string // kube-apiserver and etcd (install-apiserver.sh)
-	holder   int    // pid of the process that owns the node's mount namespace
-	ca       *authority
-	api      *http.Client
-	procs    map[string]*exec.Cmd
-	exited   map[string]chan struct{}
-	mu       sync.Mutex
-	imagesOK bool
+	bin    string // the node's binaries (install-node.sh)
+	apiBin string // kube-apiserver and etcd (install-apiserver.sh)
+	holder int    // pid of the process that owns the node's mount namespace
+	ca     *authority
+	api    *http.Client
+	procs  map[string]*exec.Cmd
+	exited map[string]chan struct{}
+	mu     sync.Mutex
 }
 
 var (
@@ -165,23 +164,10 @@ func startCluster() (*cluster, error) {
 			return nil, fmt.Errorf("make the node's cgroup: %v", err)
 		}
 	}
-	if err := c.network(); err != nil {
-		return nil, err
-	}
-	if err := c.pki(); err != nil {
-		return nil, err
-	}
-	if err := c.startHolder(); err != nil {
-		return nil, err
-	}
-	if err := c.startControlPlane(); err != nil {
-		return nil, err
-	}
-	if err := c.startRuntime(); err != nil {
-		return nil, err
-	}
-	if err := c.startNode(); err != nil {
-		return nil, err
+	for _, step := range []func() error{c.network, c.pki, c.startHolder, c.startControlPlane, c.startRuntime, c.startNode} {
+		if err := step(); err != nil {
+			return nil, err
+		}
 	}
 	return c, nil
 }

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -147,7 +146,7 @@ func (c *cluster) waitPod(t *testing.T, ns, name string, d time.Duration, what s
 }
 
 // logs returns a container's log through the API server (which asks the
-// kubelet). previous: the log of the container's previous run.
+// kubelet).
 func (c *cluster) logs(t *testing.T, ns, pod, container string) string {
 	t.Helper()
 	code, body, err := c.do("GET", fmt.Sprintf("/api/v1/namespaces/%s/pods/%s/log?container=%s", ns, pod, container), nil)
@@ -183,10 +182,7 @@ func (c *cluster) describe(ns string) string {
 }
 
 // Handy pieces of pod specs.
-var (
-	always = corev1.ContainerRestartPolicyAlways
-	_      = appsv1.Deployment{}
-)
+var always = corev1.ContainerRestartPolicyAlways
 
 func int64p(v int64) *int64 { return &v }
 func boolp(v bool) *bool    { return &v }
