@@ -113,6 +113,7 @@ func (s *Session) reauthenticate(up *Batch) error {
 		// authentication, turning readiness false for a drain.
 		return correlate.ErrDraining
 	}
+	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), reauthTimeout)
 	defer cancel()
 	next, err := s.reauth(ctx, func(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
@@ -133,8 +134,19 @@ func (s *Session) reauthenticate(up *Batch) error {
 		return ReauthError{err}
 	}
 	s.setReauthAt(next)
-	s.log.Debug().Time("next", next).Msg("upstream re-authenticated")
+	s.log.Debug().Time("next", next).Dur("took", time.Since(start)).Msg("upstream re-authenticated")
 	return nil
+}
+
+// shortenFetch takes the time a re-authentication held the Fetch in frame
+// off the wait it asks the broker for, so its answer comes when the client
+// expects it rather than that much later: clients give a Fetch a read
+// deadline of its wait and little more (kafka-go a quarter of it), and a
+// re-authentication costs round trips to the broker.
+func (s *Session) shortenFetch(frame []byte, h framing.RequestHeader, held time.Duration) {
+	if left, ok := framing.ShortenFetchWait(frame, h, held); ok {
+		s.log.Debug().Dur("held", held).Int32("max_wait_ms", left).Msg("fetch held by a re-authentication: its wait shortened")
+	}
 }
 
 // waitBounds ends a wait whose client sent too much meanwhile or left.

@@ -68,3 +68,57 @@ func TestReauthClosedMidway(t *testing.T) {
 		t.Errorf("%v requests counted failed, want 0", f)
 	}
 }
+
+// sentFetchWait is the max_wait_ms of the Fetch frame f as kproxy sent it.
+func sentFetchWait(t *testing.T, f []byte) int32 {
+	t.Helper()
+	h, err := framing.ParseRequestHeader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := kmsg.NewPtrFetchRequest()
+	req.Version = h.APIVersion
+	if err := req.ReadFrom(f[h.BodyOffset:]); err != nil {
+		t.Fatal(err)
+	}
+	return req.MaxWaitMillis
+}
+
+// TestReauthShortensHeldFetch: a Fetch that waited for a re-authentication
+// goes to the broker with that wait taken off its max_wait_ms, so it is
+// answered when its client expects (kafka-go gave such connections up,
+// their read deadline being the wait and a quarter more); the next Fetch,
+// not held, keeps its wait.
+func TestReauthShortensHeldFetch(t *testing.T) {
+	s, l := newSession(t, 8)
+	const hold = 200 * time.Millisecond
+	s.SetReauth(time.Now().Add(-time.Second), func(ctx context.Context, rt RoundTrip) (time.Time, error) {
+		time.Sleep(hold) // a slow broker's SaslHandshake and SaslAuthenticate
+		return time.Time{}, nil
+	})
+	fetch := func(corr int32) []byte {
+		req := kmsg.NewPtrFetchRequest()
+		req.Version, req.MaxWaitMillis, req.ReplicaID = 12, 500, -1
+		return request(req, corr)
+	}
+	var up Batch
+	if err := s.Request(fetch(1), &up, true); err != nil {
+		t.Fatal(err)
+	}
+	if len(up) != 1 {
+		t.Fatalf("%d frames batched, want the Fetch", len(up))
+	}
+	if w := sentFetchWait(t, up[0]); w > 500-int32(hold.Milliseconds()) || w < 0 {
+		t.Fatalf("the held Fetch was sent with max_wait_ms %d, want at most %d", w, 500-hold.Milliseconds())
+	}
+	if err := s.Response(answer(up[0]), &l.out); err != nil {
+		t.Fatal(err)
+	}
+	up.Reset()
+	if err := s.Request(fetch(2), &up, true); err != nil {
+		t.Fatal(err)
+	}
+	if w := sentFetchWait(t, up[0]); w != 500 {
+		t.Fatalf("a Fetch no re-authentication held was sent with max_wait_ms %d, want 500", w)
+	}
+}

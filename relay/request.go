@@ -1,6 +1,8 @@
 package relay
 
 import (
+	"time"
+
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kproxy/kproxy/correlate"
@@ -17,12 +19,15 @@ import (
 // driver from another goroutine. correlate.ErrDraining means the frame was
 // not sent, nor may any after it be.
 func (s *Session) Request(frame []byte, up *Batch, mayWait bool) error {
+	var held time.Duration
 	if mayWait && s.reauth != nil && s.ReauthDue() {
 		// A relay that may not wait leaves it to the next that may: a
 		// driver sends batches to one once ReauthDue says so.
+		start := time.Now()
 		if err := s.reauthenticate(up); err != nil {
 			return err
 		}
+		held = time.Since(start)
 	}
 	s.in.bytes += int64(len(frame))
 	if s.table.Sasl() {
@@ -41,6 +46,9 @@ func (s *Session) Request(frame []byte, up *Batch, mayWait bool) error {
 	h, err := framing.ParseRequestHeader(frame)
 	if err != nil {
 		return err
+	}
+	if held > 0 && h.APIKey == framing.KeyFetch {
+		s.shortenFetch(frame, h, held)
 	}
 	s.in.count(s.env.Metrics.api(h.APIKey))
 	e := correlate.Entry{Kind: correlate.Forwarded, APIKey: h.APIKey, APIVersion: h.APIVersion,
