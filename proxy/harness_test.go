@@ -6,6 +6,9 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime"
+	"runtime/pprof"
+	"strings"
 	"testing"
 	"time"
 
@@ -205,4 +208,26 @@ func eventually(d time.Duration, cond func() bool) bool {
 		time.Sleep(10 * time.Millisecond)
 	}
 	return true
+}
+
+// waitGoroutinesBack waits for the process to be back to at most slack
+// goroutines more than before, once every client and connection of a test
+// is gone: kproxy kept none of them. A loaded machine may take a while to
+// run the last closes; on failure the goroutines still there are printed,
+// grouped by stack, to say whose they are.
+func waitGoroutinesBack(t testing.TB, before, slack int) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for runtime.NumGoroutine() > before+slack {
+		if time.Now().After(deadline) {
+			var b strings.Builder
+			pprof.Lookup("goroutine").WriteTo(&b, 1)
+			dump := b.String()
+			if len(dump) > 20000 {
+				dump = dump[:20000] + "\n..."
+			}
+			t.Fatalf("%d goroutines 60s after the test's clients left, %d before: kproxy kept some\n%s", runtime.NumGoroutine(), before, dump)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

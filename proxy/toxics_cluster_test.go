@@ -226,7 +226,7 @@ func TestClusterBlackHoleWhileLeadershipMoves(t *testing.T) {
 	}
 	prod.Close()
 	waitFor(t, 20*time.Second, "every kproxy connection closed", func() bool { return testutil.ToFloat64(fc.m.Open) == 0 })
-	waitFor(t, 20*time.Second, "goroutines back", func() bool { return runtime.NumGoroutine() <= before+10 })
+	waitGoroutinesBack(t, before, 10)
 }
 
 // nodeDisconnects counts a franz-go client's lost connections to node.

@@ -274,7 +274,7 @@ func TestNetworkFaultsLoseNothing(t *testing.T) {
 			waitFor(t, 20*time.Second, "every kproxy connection closed", func() bool {
 				return testutil.ToFloat64(w.m.Open) == 0
 			})
-			waitFor(t, 20*time.Second, "goroutines back", func() bool { return runtime.NumGoroutine() <= before+10 })
+			waitGoroutinesBack(t, before, 10)
 			if b := testutil.ToFloat64(w.m.Buffered); b > 256<<20 {
 				t.Errorf("buffered %v over the budget", b)
 			}
@@ -366,5 +366,5 @@ func TestNetworkFaultsSaramaKafkaGo(t *testing.T) {
 	}
 	t.Logf("%d of %d acknowledged; kproxy took %v connections", len(acked), records, testutil.ToFloat64(w.m.Accepted))
 	waitFor(t, 20*time.Second, "every kproxy connection closed", func() bool { return testutil.ToFloat64(w.m.Open) == 0 })
-	waitFor(t, 20*time.Second, "goroutines back", func() bool { return runtime.NumGoroutine() <= before+10 })
+	waitGoroutinesBack(t, before, 10)
 }
