@@ -48,6 +48,8 @@ type cluster struct {
 	procs  map[string]*exec.Cmd
 	exited map[string]chan struct{}
 	mu     sync.Mutex
+	// injecting: kproxy-inject runs in the cluster (startInjector).
+	injecting bool
 }
 
 var (
@@ -408,6 +410,26 @@ func (c *cluster) do(method, path string, body []byte) (int, []byte, error) {
 	return resp.StatusCode, b, err
 }
 
+// runcPath is the runc the shims run: Debian's, behind runcScript.
+var runcPath = filepath.Join(baseDir, "runc")
+
+// runcScript runs Debian's runc and, when a call fails, copies the log the
+// shim gave it (--log) into the logs directory: the shim passes on only
+// the last line of it, and removes the bundle that holds it.
+var runcScript = `#!/bin/sh
+/usr/sbin/runc "$@"
+rc=$?
+if [ $rc -ne 0 ]; then
+  prev=
+  for a in "$@"; do
+    [ "$prev" = --log ] && cp "$a" "` + logDir + `/runc-$$.log" 2>/dev/null
+    prev=$a
+  done
+  echo "runc $*: exit $rc" >> "` + logDir + `/runc-failures.log"
+fi
+exit $rc
+`
+
 // startRuntime writes containerd's and CNI's configuration and starts
 // containerd.
 func (c *cluster) startRuntime() error {
@@ -427,19 +449,30 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
     sandbox = "kproxy.test/pause:ci"
 
 [plugins.'io.containerd.cri.v1.runtime']
+  # Root here lacks CAP_SYS_RESOURCE, so no process may lower its
+  # oom_score_adj: the kubelet asks -998 for every sandbox (-997 for a
+  # Guaranteed pod's containers), and runc's init died on it ("failed to
+  # update /proc/self/oom_score_adj: Permission denied"). Scores below
+  # containerd's own are raised to it instead.
+  restrict_oom_score_adj = true
   [plugins.'io.containerd.cri.v1.runtime'.containerd]
     default_runtime_name = "runc"
     [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
       runtime_type = "io.containerd.runc.v2"
       [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
-        BinaryName = "/usr/sbin/runc"
+        # runc behind a script that keeps its log of a failed call
+        # (the shim reports only its last line, and removes the bundle)
+        BinaryName = %[5]q
         # no systemd on this host: the kubelet's cgroupDriver is cgroupfs
         SystemdCgroup = false
   [plugins.'io.containerd.cri.v1.runtime'.cni]
     bin_dirs = ["/usr/lib/cni"]
     conf_dir = %[4]q
-`, filepath.Join(baseDir, "containerd", "root"), filepath.Join(baseDir, "containerd", "state"), sock, filepath.Join(baseDir, "cni", "net.d"))
+`, filepath.Join(baseDir, "containerd", "root"), filepath.Join(baseDir, "containerd", "state"), sock, filepath.Join(baseDir, "cni", "net.d"), runcPath)
 	if err := os.WriteFile(filepath.Join(baseDir, "containerd", "config.toml"), []byte(conf), 0o600); err != nil {
+		return err
+	}
+	if err := os.WriteFile(runcPath, []byte(runcScript), 0o755); err != nil {
 		return err
 	}
 	cni := fmt.Sprintf(`{

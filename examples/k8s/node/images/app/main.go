@@ -27,6 +27,7 @@ func main() {
 	interval := flag.Duration("interval", 0, "pause between records")
 	firstDial := flag.Bool("first-dial", true, "check that the very first connection and request succeed, with no retry")
 	read := flag.Bool("read", true, "read the records back")
+	hold := flag.Bool("hold", false, "once done, wait for SIGTERM: a Deployment's container must not exit")
 	flag.Parse()
 	if *firstDial {
 		if err := apiVersionsOnce(strings.Split(*brokers, ",")[0]); err != nil {
@@ -92,6 +93,10 @@ func main() {
 		os.Exit(1)
 	}
 	fmt.Printf("read %d\n", len(seen))
+	if *hold {
+		<-ctx.Done()
+		fmt.Println("stopped")
+	}
 }
 
 // apiVersionsOnce dials addr once and sends one ApiVersions request: an

@@ -1,0 +1,103 @@
+//go:build linux && nodetest
+
+package node_test
+
+import (
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// outsideBrokers starts a kfake cluster of n brokers in the test process,
+// on the host's end of the node's link: a cluster outside Kubernetes that
+// pods reach through the node's routing, as a managed Kafka is reached.
+func outsideBrokers(t *testing.T, n int) *kfake.Cluster {
+	t.Helper()
+	k, err := kfake.NewCluster(kfake.NumBrokers(n), kfake.AllowAutoTopicCreation(), kfake.DefaultNumPartitions(n),
+		kfake.ListenFn(func(network, _ string) (net.Listener, error) { return net.Listen(network, hostIP+":0") }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(k.Close)
+	return k
+}
+
+// clientDeployment is an application Deployment asking for the
+// client-pod shape: kproxy in its pod in front of every broker of k,
+// the application talking to 127.0.0.1:9092.
+func clientDeployment(name string, k *kfake.Cluster, args ...string) *appsv1.Deployment {
+	labels := map[string]string{"app": name}
+	return &appsv1.Deployment{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels, Annotations: map[string]string{
+					"kproxy.io/inject":    "true",
+					"kproxy.io/mode":      "cluster",
+					"kproxy.io/bootstrap": k.ListenAddrs()[0],
+					"kproxy.io/node-ids":  fmt.Sprintf("0-%d", len(k.ListenAddrs())-1),
+				}},
+				Spec: corev1.PodSpec{
+					AutomountServiceAccountToken: boolp(false),
+					Containers:                   []corev1.Container{appContainer(args...)},
+				},
+			},
+		},
+	}
+}
+
+// TestClientPodShape: an application Deployment in a labelled namespace
+// is injected by kproxy-inject running in the cluster as a webhook, in
+// front of brokers outside the cluster. The kubelet starts the sidecar
+// and waits for its startup probe before the app, so the app's very
+// first connection (one dial, one ApiVersions, no retry) succeeds; its
+// records are acknowledged and read back through kproxy.
+func TestClientPodShape(t *testing.T) {
+	c := nodeCluster(t)
+	if err := c.buildImages(); err != nil {
+		t.Fatal(err)
+	}
+	k := outsideBrokers(t, 3)
+	c.startInjector(t)
+	ns := c.namespace(t, "client-shape", map[string]string{"kproxy.io/inject": "enabled"})
+	dep := clientDeployment("orders", k, "--brokers", "127.0.0.1:9092", "--topic", "client-shape", "--count", "100", "--hold")
+	c.createInjected(t, ns, dep)
+	var pod corev1.Pod
+	waitFor(t, 3*time.Minute, "the orders pod's app read its records", func() bool {
+		for _, p := range c.pods(t, ns, "app=orders") {
+			for _, st := range p.Status.ContainerStatuses {
+				if st.Name == "app" && (st.State.Running != nil || st.State.Terminated != nil) {
+					if out := c.logs(t, ns, p.Name, "app"); strings.Contains(out, "read 100") || st.State.Terminated != nil || st.RestartCount > 0 {
+						pod = p
+						return true
+					}
+				}
+			}
+		}
+		return false
+	})
+	out := c.logs(t, ns, pod.Name, "app")
+	for _, want := range []string{"first-dial ok", "produced 100", "read 100"} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("the app's log lacks %q:\n%s", want, out)
+		}
+	}
+	for _, st := range pod.Status.ContainerStatuses {
+		if st.RestartCount > 0 {
+			t.Fatalf("container %s restarted %d times", st.Name, st.RestartCount)
+		}
+	}
+	plog := c.logs(t, ns, pod.Name, "kproxy")
+	if !strings.Contains(plog, "cluster") {
+		t.Fatalf("kproxy's log does not show cluster mode:\n%s", plog)
+	}
+}
