@@ -185,6 +185,9 @@ func (c *cluster) network() error {
 		{"ip", "-n", netnsName, "link", "set", nodeVeth, "up"},
 		{"ip", "-n", netnsName, "link", "set", "lo", "up"},
 		{"ip", "-n", netnsName, "route", "add", "default", "via", hostIP},
+		// The tests reach pods from the host, through the node: a route
+		// via the link, gone with it.
+		{"ip", "route", "add", podCIDR, "via", nodeIP, "dev", hostVeth},
 		// Pods' packets are routed by the node; a pod reaching a Service
 		// whose endpoint is on the same bridge needs bridged packets to
 		// pass iptables for kube-proxy's NAT to be undone on the reply.
