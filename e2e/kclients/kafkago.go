@@ -144,13 +144,20 @@ func (d KafkaGo) Consume(ctx context.Context, o ConsumeOpts) ([]Delivered, error
 	var wg sync.WaitGroup
 	for n := range max(o.Members, 1) {
 		r := kafka.NewReader(kafka.ReaderConfig{
-			Brokers:           []string{o.Bootstrap},
-			GroupID:           o.Group,
-			Topic:             o.Topic,
-			Dialer:            &kafka.Dialer{ClientID: "kproxy-e2e-kafka-go", Timeout: 10 * time.Second, SASLMechanism: m, TLS: tc},
-			StartOffset:       kafka.FirstOffset,
-			IsolationLevel:    iso,
-			MaxWait:           500 * time.Millisecond,
+			Brokers:        []string{o.Bootstrap},
+			GroupID:        o.Group,
+			Topic:          o.Topic,
+			Dialer:         &kafka.Dialer{ClientID: "kproxy-e2e-kafka-go", Timeout: 10 * time.Second, SASLMechanism: m, TLS: tc},
+			StartOffset:    kafka.FirstOffset,
+			IsolationLevel: iso,
+			// kafka-go gives a Fetch a read deadline of MaxWait and asks
+			// the broker to wait MaxWait less its guess at the round
+			// trip: a quarter of MaxWait below 1s, else 1s. At 500ms a
+			// Fetch answered 125ms late (a loaded JVM, any hop) made
+			// kafka-go drop the connection and redial; 2s leaves the
+			// second of slack its default (10s) does, without holding
+			// a closing reader as long.
+			MaxWait:           2 * time.Second,
 			HeartbeatInterval: time.Second,
 			JoinGroupBackoff:  500 * time.Millisecond,
 			// Commit synchronously, as each batch is processed below.
