@@ -5,7 +5,11 @@
 #   docker run --rm kproxy version
 #
 # cmd/kproxy/dockerfile_test.go runs this file's build step and checks the
-# result, since no Docker engine is at hand in CI.
+# result, since no Docker engine is at hand in CI. The real-node tests
+# (examples/k8s/node) run the final stage as CI's image: the same binary
+# build, path, config, user, entrypoint and command, on a base layer made
+# from Debian's packages (ca-certificates, a passwd and group naming
+# 65532) instead of distroless, whose registry CI cannot reach.
 
 FROM golang:1.26.8-bookworm AS build
 WORKDIR /src

@@ -3,6 +3,7 @@
 package node_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -14,14 +15,19 @@ import (
 // image is one locally built image: a static binary FROM scratch.
 type image struct {
 	ref    string   // as pods name it (imagePullPolicy: Never)
-	binary string   // its one file, /<base name of binary> in the image
+	binary string   // its one program
+	entry  string   // where the program is in the image; default /<its base name>
+	cmd    []string // the image's CMD; default none
 	user   string   // the image's USER
 	files  []string // extra files, "host-path:image-path"
 }
 
-// The images the scenarios run. kproxy's follows the Dockerfile's final
-// stage (the same binary build, config and user); its base layer is
-// scratch instead of distroless, whose registry is unreachable here.
+// The images the scenarios run. kproxy's is the Dockerfile's final stage
+// (the same build of the binary, at the same path, with the same config,
+// user, entrypoint and command) on another base layer: distroless's
+// registry is unreachable here, so the two things its static image gives
+// kproxy, CA certificates and the nonroot user, come from this Debian
+// machine (ca-certificates, and a passwd and group naming 65532).
 const (
 	pauseImage  = "kproxy.test/pause:ci"
 	kproxyImage = "kproxy.test/kproxy:ci"
@@ -75,10 +81,27 @@ func (c *cluster) buildImagesOnce() error {
 			return err
 		}
 	}
+	var baseLayer []string
+	for name, text := range map[string]string{
+		"passwd": "root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n",
+		"group":  "root:x:0:\nnonroot:x:65532:\n",
+	} {
+		path := filepath.Join(out, name)
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			return err
+		}
+		baseLayer = append(baseLayer, path+":/etc/"+name)
+	}
+	const roots = "/etc/ssl/certs/ca-certificates.crt"
+	if _, err := os.Stat(roots); err != nil {
+		return fmt.Errorf("the kproxy image's CA certificates: %v (apt-get install ca-certificates)", err)
+	}
+	baseLayer = append(baseLayer, roots+":"+roots)
 	images := []image{
 		{ref: pauseImage, binary: filepath.Join(c.bin, "pause"), user: "65535:65535"},
-		{ref: kproxyImage, binary: filepath.Join(out, "kproxy"), user: "65532:65532",
-			files: []string{filepath.Join(root, "examples", "k8s", "kproxy.yaml") + ":/etc/kproxy/kproxy.yaml"}},
+		{ref: kproxyImage, binary: filepath.Join(out, "kproxy"), entry: "/usr/local/bin/kproxy", user: "65532:65532",
+			cmd:   []string{"run", "--config", "/etc/kproxy/kproxy.yaml"},
+			files: append(baseLayer, filepath.Join(root, "examples", "k8s", "kproxy.yaml")+":/etc/kproxy/kproxy.yaml")},
 		{ref: injectImage, binary: filepath.Join(out, "kproxy-inject"), user: "65532:65532"},
 		{ref: appImage, binary: filepath.Join(out, "app"), user: "65532:65532"},
 		{ref: brokerImage, binary: filepath.Join(out, "kfake"), user: "65532:65532"},
@@ -110,7 +133,10 @@ func (c *cluster) buildImage(im image) error {
 		return err
 	}
 	defer bah("rm", ctr)
-	entry := "/" + filepath.Base(im.binary)
+	entry := im.entry
+	if entry == "" {
+		entry = "/" + filepath.Base(im.binary)
+	}
 	if _, err := bah("copy", "--chmod", "0755", ctr, im.binary, entry); err != nil {
 		return err
 	}
@@ -120,7 +146,11 @@ func (c *cluster) buildImage(im image) error {
 			return err
 		}
 	}
-	if _, err := bah("config", "--entrypoint", fmt.Sprintf("[%q]", entry), "--cmd", "", "--user", im.user, ctr); err != nil {
+	cmd, _ := json.Marshal(im.cmd)
+	if im.cmd == nil {
+		cmd = []byte("")
+	}
+	if _, err := bah("config", "--entrypoint", fmt.Sprintf("[%q]", entry), "--cmd", string(cmd), "--user", im.user, ctr); err != nil {
 		return err
 	}
 	tarball := filepath.Join(baseDir, "images", strings.NewReplacer("/", "_", ":", "_").Replace(im.ref)+".tar")
