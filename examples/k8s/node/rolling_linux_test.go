@@ -16,8 +16,9 @@ import (
 )
 
 // TestRollingUpdate: an injected application Deployment producing
-// idempotently (one record every 20ms) is rolled to a new pod template
-// and then scaled to zero. Every record an app logged as acknowledged is
+// idempotently (one record every 20ms, and for 3s more after its
+// SIGTERM, as an app flushing on shutdown) is rolled to a new pod
+// template and then scaled to zero. Every record an app logged as acknowledged is
 // in the log once, and no record is there twice; each pod's kproxy was
 // stopped only once its app had closed every connection (native sidecar
 // order: the connections' ends come before kproxy's "shutting down" in
@@ -31,7 +32,7 @@ func TestRollingUpdate(t *testing.T) {
 	k := outsideBrokers(t, 3)
 	c.startInjector(t)
 	ns := c.namespace(t, "rolling", map[string]string{"kproxy.io/inject": "enabled"})
-	dep := clientDeployment("rolling", k, "--brokers", "127.0.0.1:9092", "--topic", "rolling", "--count", "0", "--interval", "20ms", "--read=false")
+	dep := clientDeployment("rolling", k, "--brokers", "127.0.0.1:9092", "--topic", "rolling", "--count", "0", "--interval", "20ms", "--linger", "3s", "--read=false")
 	one, zero := intstr.FromInt32(1), intstr.FromInt32(0)
 	dep.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType,
 		RollingUpdate: &appsv1.RollingUpdateDeployment{MaxSurge: &one, MaxUnavailable: &zero}}

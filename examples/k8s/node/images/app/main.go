@@ -28,6 +28,7 @@ func main() {
 	firstDial := flag.Bool("first-dial", true, "check that the very first connection and request succeed, with no retry")
 	read := flag.Bool("read", true, "read the records back")
 	hold := flag.Bool("hold", false, "once done, wait for SIGTERM: a Deployment's container must not exit")
+	linger := flag.Duration("linger", 0, "with --count 0: after SIGTERM, go on producing this long before closing, as an app flushing on shutdown does")
 	flag.Parse()
 	if *firstDial {
 		if err := apiVersionsOnce(strings.Split(*brokers, ",")[0]); err != nil {
@@ -47,9 +48,16 @@ func main() {
 	defer stop()
 	run := fmt.Sprintf("%d", time.Now().UnixNano())
 	produced := 0
+	var stopping time.Time
 	for i := 0; *count == 0 || i < *count; i++ {
 		if ctx.Err() != nil {
-			break
+			if stopping.IsZero() {
+				stopping = time.Now()
+				fmt.Printf("SIGTERM: producing %v more\n", *linger)
+			}
+			if time.Since(stopping) >= *linger {
+				break
+			}
 		}
 		r := &kgo.Record{Key: []byte(run), Value: []byte(fmt.Sprintf("%s-%d", run, i))}
 		pctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -64,6 +72,9 @@ func main() {
 		if *interval > 0 {
 			select {
 			case <-ctx.Done():
+				if !stopping.IsZero() { // lingering: keep the pace
+					time.Sleep(*interval)
+				}
 			case <-time.After(*interval):
 			}
 		}
