@@ -134,16 +134,31 @@ func (s *Session) reauthenticate(up *Batch) error {
 		return ReauthError{err}
 	}
 	s.setReauthAt(next)
-	s.log.Debug().Time("next", next).Dur("took", time.Since(start)).Msg("upstream re-authenticated")
+	s.reauthEnd = time.Now()
+	s.reauthTook = s.reauthEnd.Sub(start)
+	s.log.Debug().Time("next", next).Dur("took", s.reauthTook).Msg("upstream re-authenticated")
 	return nil
 }
 
 // shortenFetch takes the time a re-authentication held the Fetch in frame
 // off the wait it asks the broker for, so its answer comes when the client
-// expects it rather than that much later: clients give a Fetch a read
-// deadline of its wait and little more (kafka-go a quarter of it), and a
-// re-authentication costs round trips to the broker.
+// expects it rather than that much later: clients time a Fetch out soon
+// after its wait (kafka-go gives up at its MaxWait, having asked the
+// broker for a quarter less), and a re-authentication costs round trips
+// to the broker. held is how long this frame's own relay waited for one
+// (0: none); otherwise the first Fetch relayed within a re-authentication's
+// duration of its end (the timer's, which the client's requests waited
+// behind) is shortened by that duration, at most what it waited. An
+// answer that comes a little early is an empty fetch the client repeats;
+// one that comes late is a connection the client drops.
 func (s *Session) shortenFetch(frame []byte, h framing.RequestHeader, held time.Duration) {
+	if held == 0 && s.reauthTook > 0 && time.Since(s.reauthEnd) < s.reauthTook {
+		held = s.reauthTook
+	}
+	s.reauthTook = 0
+	if held < time.Millisecond {
+		return
+	}
 	if left, ok := framing.ShortenFetchWait(frame, h, held); ok {
 		s.log.Debug().Dur("held", held).Int32("max_wait_ms", left).Msg("fetch held by a re-authentication: its wait shortened")
 	}

@@ -69,6 +69,13 @@ func TestReauthClosedMidway(t *testing.T) {
 	}
 }
 
+// fetch is a Fetch request frame asking a 500ms wait.
+func fetch(corr int32) []byte {
+	req := kmsg.NewPtrFetchRequest()
+	req.Version, req.MaxWaitMillis, req.ReplicaID = 12, 500, -1
+	return request(req, corr)
+}
+
 // sentFetchWait is the max_wait_ms of the Fetch frame f as kproxy sent it.
 func sentFetchWait(t *testing.T, f []byte) int32 {
 	t.Helper()
@@ -86,9 +93,9 @@ func sentFetchWait(t *testing.T, f []byte) int32 {
 
 // TestReauthShortensHeldFetch: a Fetch that waited for a re-authentication
 // goes to the broker with that wait taken off its max_wait_ms, so it is
-// answered when its client expects (kafka-go gave such connections up,
-// their read deadline being the wait and a quarter more); the next Fetch,
-// not held, keeps its wait.
+// answered when its client expects (kafka-go gave such connections up: it
+// times a Fetch out at its MaxWait, having asked the broker for a quarter
+// less); the next Fetch, not held, keeps its wait.
 func TestReauthShortensHeldFetch(t *testing.T) {
 	s, l := newSession(t, 8)
 	const hold = 200 * time.Millisecond
@@ -96,11 +103,6 @@ func TestReauthShortensHeldFetch(t *testing.T) {
 		time.Sleep(hold) // a slow broker's SaslHandshake and SaslAuthenticate
 		return time.Time{}, nil
 	})
-	fetch := func(corr int32) []byte {
-		req := kmsg.NewPtrFetchRequest()
-		req.Version, req.MaxWaitMillis, req.ReplicaID = 12, 500, -1
-		return request(req, corr)
-	}
 	var up Batch
 	if err := s.Request(fetch(1), &up, true); err != nil {
 		t.Fatal(err)
@@ -120,5 +122,36 @@ func TestReauthShortensHeldFetch(t *testing.T) {
 	}
 	if w := sentFetchWait(t, up[0]); w != 500 {
 		t.Fatalf("a Fetch no re-authentication held was sent with max_wait_ms %d, want 500", w)
+	}
+}
+
+// TestReauthTimerShortensNextFetch: the timer's re-authentication holds
+// the request side; the Fetch relayed right after it (which waited behind
+// it) has its duration taken off, and a Fetch that comes once the client
+// has been idle longer than that keeps its wait.
+func TestReauthTimerShortensNextFetch(t *testing.T) {
+	for _, c := range []struct {
+		name       string
+		hold, idle time.Duration
+		max, min   int32
+	}{{"right after", 200 * time.Millisecond, 0, 300, 0}, {"idle since", 50 * time.Millisecond, 150 * time.Millisecond, 500, 500}} {
+		t.Run(c.name, func(t *testing.T) {
+			s, _ := newSession(t, 8)
+			s.SetReauth(time.Now().Add(-time.Second), func(ctx context.Context, rt RoundTrip) (time.Time, error) {
+				time.Sleep(c.hold)
+				return time.Time{}, nil
+			})
+			var up Batch
+			if err := s.Reauthenticate(&up); err != nil { // the timer, nothing in flight
+				t.Fatal(err)
+			}
+			time.Sleep(c.idle)
+			if err := s.Request(fetch(1), &up, true); err != nil {
+				t.Fatal(err)
+			}
+			if w := sentFetchWait(t, up[len(up)-1]); w > c.max || w < c.min {
+				t.Fatalf("the Fetch after the timer's re-authentication was sent with max_wait_ms %d, want %d-%d", w, c.min, c.max)
+			}
+		})
 	}
 }

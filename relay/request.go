@@ -47,7 +47,7 @@ func (s *Session) Request(frame []byte, up *Batch, mayWait bool) error {
 	if err != nil {
 		return err
 	}
-	if held > 0 && h.APIKey == framing.KeyFetch {
+	if h.APIKey == framing.KeyFetch && (held > 0 || s.reauthTook > 0) {
 		s.shortenFetch(frame, h, held)
 	}
 	s.in.count(s.env.Metrics.api(h.APIKey))

@@ -63,6 +63,11 @@ type Session struct {
 	// (unix nanoseconds; 0: never), read by a driver's runner too.
 	reauth   Reauth
 	reauthAt atomic.Int64
+	// reauthEnd and reauthTook are when the last re-authentication ended
+	// and how long it held the request side, until a Fetch has been
+	// relayed after it (shortenFetch); owned by the request side.
+	reauthEnd  time.Time
+	reauthTook time.Duration
 	// upPrincipal is the principal kproxy logged in as (Arm), "" when it
 	// does not originate SASL.
 	upPrincipal string

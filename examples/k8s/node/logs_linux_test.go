@@ -20,6 +20,7 @@ import (
 type followedLog struct {
 	mu    sync.Mutex
 	lines []string
+	err   error // why the stream ended, if not at the log's end
 	done  chan struct{}
 }
 
@@ -55,7 +56,11 @@ func (c *cluster) followLog(t *testing.T, ns, pod, container string) *followedLo
 			l.lines = append(l.lines, sc.Text())
 			l.mu.Unlock()
 		}
+		l.mu.Lock()
+		l.err = sc.Err()
+		l.mu.Unlock()
 	}()
+	t.Cleanup(func() { cancel(); <-l.done })
 	return l
 }
 
@@ -87,5 +92,10 @@ func (l *followedLog) wait(t *testing.T, d time.Duration, what string) {
 	case <-l.done:
 	case <-time.After(d):
 		t.Fatalf("%s: its log stream did not end within %v", what, d)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err != nil {
+		t.Fatalf("%s: its log stream broke (lines may be missing): %v", what, l.err)
 	}
 }

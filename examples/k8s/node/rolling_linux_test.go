@@ -119,11 +119,10 @@ func checkSidecarStoppedLast(t *testing.T, pod int, lines []string) {
 	var drained bool
 	for i, line := range lines {
 		var l struct {
-			Message  string  `json:"message"`
-			Reason   string  `json:"reason"`
-			Failed   int     `json:"failed_in_flight"`
-			Conns    *int    `json:"connections"`
-			Duration float64 `json:"duration_ms"`
+			Message string `json:"message"`
+			Reason  string `json:"reason"`
+			Failed  int    `json:"failed_in_flight"`
+			Conns   *int   `json:"connections"`
 		}
 		if json.Unmarshal([]byte(line), &l) != nil {
 			continue
