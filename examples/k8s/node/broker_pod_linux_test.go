@@ -19,9 +19,6 @@ import (
 // records are acknowledged and read back, and kproxy relayed them.
 func TestBrokerPodShape(t *testing.T) {
 	c := nodeCluster(t)
-	if err := c.buildImages(); err != nil {
-		t.Fatal(err)
-	}
 	ns := c.namespace(t, "broker-shape", nil)
 	svc := &corev1.Service{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},

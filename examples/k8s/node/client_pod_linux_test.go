@@ -64,9 +64,6 @@ func clientDeployment(name string, k *kfake.Cluster, args ...string) *appsv1.Dep
 // records are acknowledged and read back through kproxy.
 func TestClientPodShape(t *testing.T) {
 	c := nodeCluster(t)
-	if err := c.buildImages(); err != nil {
-		t.Fatal(err)
-	}
 	k := outsideBrokers(t, 3)
 	c.startInjector(t)
 	ns := c.namespace(t, "client-shape", map[string]string{"kproxy.io/inject": "enabled"})

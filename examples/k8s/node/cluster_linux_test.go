@@ -58,8 +58,8 @@ var (
 	clusterOnce sync.Once
 )
 
-// nodeCluster starts the node once for the package's tests (it takes
-// tens of seconds) and fails the test when it could not be started.
+// nodeCluster starts the node and imports the scenarios' images once for
+// the package's tests, and fails the test when that could not be done.
 func nodeCluster(t *testing.T) *cluster {
 	t.Helper()
 	clusterOnce.Do(func() {
@@ -71,6 +71,9 @@ func nodeCluster(t *testing.T) *cluster {
 	})
 	if clusterErr != nil {
 		t.Fatalf("the node did not start: %v\n%s", clusterErr, logTails())
+	}
+	if err := theCluster.buildImages(); err != nil {
+		t.Fatal(err)
 	}
 	return theCluster
 }

@@ -36,9 +36,6 @@ func brokerAt(t *testing.T, port int) *kfake.Cluster {
 // pod out of service while its upstream is down and back once it returns.
 func TestMemoryLimitAndReadiness(t *testing.T) {
 	c := nodeCluster(t)
-	if err := c.buildImages(); err != nil {
-		t.Fatal(err)
-	}
 	k := brokerAt(t, 0)
 	upstream := k.ListenAddrs()[0]
 	_, port, _ := net.SplitHostPort(upstream)

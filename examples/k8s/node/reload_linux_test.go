@@ -45,9 +45,6 @@ const noRules = "    []\n"
 // allowed before; kproxy never restarted.
 func TestLiveReload(t *testing.T) {
 	c := nodeCluster(t)
-	if err := c.buildImages(); err != nil {
-		t.Fatal(err)
-	}
 	ns := c.namespace(t, "live-reload", nil)
 	secret := func(serial int64) *corev1.Secret {
 		cert, key, err := c.ca.issue(serial, "kafka-0", []string{"kafka-0"}, nil)

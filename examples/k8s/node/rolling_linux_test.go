@@ -26,9 +26,6 @@ import (
 // flight.
 func TestRollingUpdate(t *testing.T) {
 	c := nodeCluster(t)
-	if err := c.buildImages(); err != nil {
-		t.Fatal(err)
-	}
 	k := outsideBrokers(t, 3)
 	c.startInjector(t)
 	ns := c.namespace(t, "rolling", map[string]string{"kproxy.io/inject": "enabled"})
