@@ -154,10 +154,10 @@ func (d KafkaGo) Consume(ctx context.Context, o ConsumeOpts) ([]Delivered, error
 			// the broker to wait MaxWait less its guess at the round
 			// trip: a quarter of MaxWait below 1s, else 1s. At 500ms a
 			// Fetch answered 125ms late (a loaded JVM, any hop) made
-			// kafka-go drop the connection and redial; 2s leaves the
-			// second of slack its default (10s) does, without holding
-			// a closing reader as long.
-			MaxWait:           2 * time.Second,
+			// kafka-go drop the connection and redial; 1.5s leaves the
+			// second of slack its default (10s) does, and the broker
+			// waits 500ms, which a closing reader waits out.
+			MaxWait:           1500 * time.Millisecond,
 			HeartbeatInterval: time.Second,
 			JoinGroupBackoff:  500 * time.Millisecond,
 			// Commit synchronously, as each batch is processed below.
