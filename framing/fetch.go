@@ -11,8 +11,9 @@ import (
 // sending it (a re-authentication first): clients time a Fetch out soon
 // after its wait (kafka-go gives up at its MaxWait, having asked the
 // broker for MaxWait less a quarter of it), so a Fetch held and then sent
-// with its whole wait would be answered after the client gave up. ok is false, and the frame untouched, when the frame is
-// not a Fetch of a version kproxy knows or is too short.
+// with its whole wait would be answered after the client gave up. ok is
+// false, and the frame untouched, when the frame is not a Fetch of a
+// version kproxy knows or is too short.
 func ShortenFetchWait(frame []byte, h RequestHeader, held time.Duration) (left int32, ok bool) {
 	if h.APIKey != KeyFetch || h.BodyOffset <= 0 || !Known(KeyFetch, h.APIVersion) {
 		return 0, false

@@ -88,6 +88,7 @@ func (s *Session) Reauthenticate(up *Batch) error {
 // upstream connection with kproxy's own requests, whose answers never
 // reach the client, and lets the client go on.
 func (s *Session) reauthenticate(up *Batch) error {
+	start := time.Now() // the client's requests are held from here
 	s.CountRequests()
 	if err := s.link.FlushUp(up); err != nil {
 		return err
@@ -113,7 +114,6 @@ func (s *Session) reauthenticate(up *Batch) error {
 		// authentication, turning readiness false for a drain.
 		return correlate.ErrDraining
 	}
-	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), reauthTimeout)
 	defer cancel()
 	next, err := s.reauth(ctx, func(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
@@ -145,18 +145,16 @@ func (s *Session) reauthenticate(up *Batch) error {
 // expects it rather than that much later: clients time a Fetch out soon
 // after its wait (kafka-go gives up at its MaxWait, having asked the
 // broker for a quarter less), and a re-authentication costs round trips
-// to the broker. held is how long this frame's own relay waited for one
-// (0: none); otherwise the first Fetch relayed within a re-authentication's
-// duration of its end (the timer's, which the client's requests waited
-// behind) is shortened by that duration, at most what it waited. An
+// to the broker. It serves the first Fetch relayed after a
+// re-authentication, and only one relayed within that re-authentication's
+// duration of its end: it waited behind it (the request that ran it, or
+// requests that came while the timer's ran), for at most that long. An
 // answer that comes a little early is an empty fetch the client repeats;
 // one that comes late is a connection the client drops.
-func (s *Session) shortenFetch(frame []byte, h framing.RequestHeader, held time.Duration) {
-	if held == 0 && s.reauthTook > 0 && time.Since(s.reauthEnd) < s.reauthTook {
-		held = s.reauthTook
-	}
+func (s *Session) shortenFetch(frame []byte, h framing.RequestHeader) {
+	held := s.reauthTook
 	s.reauthTook = 0
-	if held < time.Millisecond {
+	if held < time.Millisecond || time.Since(s.reauthEnd) >= held {
 		return
 	}
 	if left, ok := framing.ShortenFetchWait(frame, h, held); ok {

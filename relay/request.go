@@ -1,8 +1,6 @@
 package relay
 
 import (
-	"time"
-
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kproxy/kproxy/correlate"
@@ -19,15 +17,12 @@ import (
 // driver from another goroutine. correlate.ErrDraining means the frame was
 // not sent, nor may any after it be.
 func (s *Session) Request(frame []byte, up *Batch, mayWait bool) error {
-	var held time.Duration
 	if mayWait && s.reauth != nil && s.ReauthDue() {
 		// A relay that may not wait leaves it to the next that may: a
 		// driver sends batches to one once ReauthDue says so.
-		start := time.Now()
 		if err := s.reauthenticate(up); err != nil {
 			return err
 		}
-		held = time.Since(start)
 	}
 	s.in.bytes += int64(len(frame))
 	if s.table.Sasl() {
@@ -47,8 +42,8 @@ func (s *Session) Request(frame []byte, up *Batch, mayWait bool) error {
 	if err != nil {
 		return err
 	}
-	if h.APIKey == framing.KeyFetch && (held > 0 || s.reauthTook > 0) {
-		s.shortenFetch(frame, h, held)
+	if h.APIKey == framing.KeyFetch && s.reauthTook > 0 {
+		s.shortenFetch(frame, h)
 	}
 	s.in.count(s.env.Metrics.api(h.APIKey))
 	e := correlate.Entry{Kind: correlate.Forwarded, APIKey: h.APIKey, APIVersion: h.APIVersion,

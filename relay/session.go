@@ -64,7 +64,7 @@ type Session struct {
 	reauth   Reauth
 	reauthAt atomic.Int64
 	// reauthEnd and reauthTook are when the last re-authentication ended
-	// and how long it held the request side, until a Fetch has been
+	// and how long it held the client's requests, until a Fetch has been
 	// relayed after it (shortenFetch); owned by the request side.
 	reauthEnd  time.Time
 	reauthTook time.Duration
