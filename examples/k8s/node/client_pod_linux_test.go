@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -19,10 +20,13 @@ import (
 // outsideBrokers starts a kfake cluster of n brokers in the test process,
 // on the host's end of the node's link: a cluster outside Kubernetes that
 // pods reach through the node's routing, as a managed Kafka is reached.
-func outsideBrokers(t *testing.T, n int) *kfake.Cluster {
+// With port set (n 1) the broker listens there: a broker that comes back.
+func outsideBrokers(t *testing.T, n, port int) *kfake.Cluster {
 	t.Helper()
 	k, err := kfake.NewCluster(kfake.NumBrokers(n), kfake.AllowAutoTopicCreation(), kfake.DefaultNumPartitions(n),
-		kfake.ListenFn(func(network, _ string) (net.Listener, error) { return net.Listen(network, hostIP+":0") }))
+		kfake.ListenFn(func(network, _ string) (net.Listener, error) {
+			return net.Listen(network, net.JoinHostPort(hostIP, strconv.Itoa(port)))
+		}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +68,7 @@ func clientDeployment(name string, k *kfake.Cluster, args ...string) *appsv1.Dep
 // records are acknowledged and read back through kproxy.
 func TestClientPodShape(t *testing.T) {
 	c := nodeCluster(t)
-	k := outsideBrokers(t, 3)
+	k := outsideBrokers(t, 3, 0)
 	c.startInjector(t)
 	ns := c.namespace(t, "client-shape", map[string]string{"kproxy.io/inject": "enabled"})
 	dep := clientDeployment("orders", k, "--brokers", "127.0.0.1:9092", "--topic", "client-shape", "--count", "100", "--hold")

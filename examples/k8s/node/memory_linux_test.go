@@ -4,30 +4,16 @@ package node_test
 
 import (
 	"encoding/json"
-	"fmt"
 	"net"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kfake"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
-
-// brokerAt starts a one-broker kfake cluster on the host's end of the
-// node's link at port (0: any).
-func brokerAt(t *testing.T, port int) *kfake.Cluster {
-	t.Helper()
-	k, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.ListenFn(func(network, _ string) (net.Listener, error) {
-		return net.Listen(network, net.JoinHostPort(hostIP, fmt.Sprint(port)))
-	}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return k
-}
 
 // TestMemoryLimitAndReadiness: kproxy in a container limited to 256Mi
 // sizes its buffer budget from the container's cgroup (v1
@@ -36,10 +22,9 @@ func brokerAt(t *testing.T, port int) *kfake.Cluster {
 // pod out of service while its upstream is down and back once it returns.
 func TestMemoryLimitAndReadiness(t *testing.T) {
 	c := nodeCluster(t)
-	k := brokerAt(t, 0)
+	k := outsideBrokers(t, 1, 0)
 	upstream := k.ListenAddrs()[0]
 	_, port, _ := net.SplitHostPort(upstream)
-	defer func() { k.Close() }()
 	ns := c.namespace(t, "memory", nil)
 	c.create(t, "ConfigMap", ns, &corev1.ConfigMap{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
@@ -90,9 +75,8 @@ func TestMemoryLimitAndReadiness(t *testing.T) {
 	down := time.Now()
 	c.waitPod(t, ns, "limited", 2*time.Minute, "not ready once its upstream is down", func(p *corev1.Pod) bool { return !podReady(p) })
 	t.Logf("not ready %v after the upstream went down", time.Since(down).Round(time.Second))
-	var p int
-	fmt.Sscan(port, &p)
-	k = brokerAt(t, p)
+	p, _ := strconv.Atoi(port)
+	outsideBrokers(t, 1, p)
 	back := time.Now()
 	c.waitPod(t, ns, "limited", 2*time.Minute, "ready again once its upstream is back", podReady)
 	t.Logf("ready %v after the upstream came back", time.Since(back).Round(time.Second))

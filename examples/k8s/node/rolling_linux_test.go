@@ -26,7 +26,7 @@ import (
 // flight.
 func TestRollingUpdate(t *testing.T) {
 	c := nodeCluster(t)
-	k := outsideBrokers(t, 3)
+	k := outsideBrokers(t, 3, 0)
 	c.startInjector(t)
 	ns := c.namespace(t, "rolling", map[string]string{"kproxy.io/inject": "enabled"})
 	dep := clientDeployment("rolling", k, "--brokers", "127.0.0.1:9092", "--topic", "rolling", "--count", "0", "--interval", "20ms", "--linger", "3s", "--read=false")
