@@ -14,6 +14,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/kproxy/kproxy/admin"
+	"github.com/kproxy/kproxy/audit"
 	"github.com/kproxy/kproxy/cluster"
 	"github.com/kproxy/kproxy/correlate"
 	"github.com/kproxy/kproxy/framing"
@@ -38,6 +39,7 @@ type File struct {
 	TLS       tlsconf.Config   `yaml:"tls"`
 	Cluster   cluster.Config   `yaml:"cluster"`
 	SASL      sasl.Config      `yaml:"sasl"`
+	Audit     audit.Config     `yaml:"audit"`
 }
 
 // Defaults is the configuration of an empty file.
@@ -53,6 +55,7 @@ func Defaults() File {
 		TLS:       tlsconf.Defaults(),
 		Cluster:   cluster.Defaults(),
 		SASL:      sasl.Defaults(),
+		Audit:     audit.Defaults(),
 	}
 }
 
@@ -129,6 +132,7 @@ func (f File) Validate(file string, root *yaml.Node) error {
 		{"tls", f.TLS.Validate()},
 		{"cluster", f.Cluster.Validate(f.Proxy.Listen)},
 		{"sasl", f.SASL.Validate()},
+		{"audit", f.Audit.Validate()},
 	}
 	for _, s := range sections {
 		var fe *fielderr.Error

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"github.com/kproxy/kproxy/audit"
 	"reflect"
 	"testing"
 	"time"
@@ -55,6 +56,8 @@ func TestLoadFull(t *testing.T) {
 		{Name: "orders-rate", Match: policy.Selector{APIs: []string{"Produce"}, Topics: []string{"orders*"}},
 			Limits: policy.Limits{BytesPerSecond: 1048576, Key: "client_id"}, Action: "throttle"},
 	}}
+	want.Audit = audit.Config{Enabled: true, Output: "/var/log/kproxy/audit.log", MaxFileBytes: 10485760, MaxFiles: 3,
+		APIs: []string{"CreateTopics", "DeleteTopics"}}
 	want.TLS = tlsconf.Config{ReloadInterval: 30 * time.Second,
 		Listener: &tlsconf.Listener{CertFile: "/etc/kproxy/tls/tls.crt", KeyFile: "/etc/kproxy/tls/tls.key",
 			ClientCAFile: "/etc/kproxy/tls/ca.crt", ClientAuth: "request", MinVersion: "1.3", HandshakeTimeout: 5 * time.Second, MaxHandshakes: 64},

@@ -19,6 +19,10 @@ func TestValidate(t *testing.T) {
 	}{
 		{"bad listen", "proxy:\n  listen: nohost\n  upstream: b:9092\n",
 			"proxy.listen", 2, "missing port"},
+		{"audit of a read", "proxy:\n  upstream: b:9092\naudit:\n  enabled: true\n  apis: [CreateTopics, Fetch]\n",
+			"audit.apis.1", 5, "does not change cluster state"},
+		{"require min above max", "proxy:\n  upstream: b:9092\npolicies:\n  rules:\n    - name: t\n      match: {apis: [CreateTopics]}\n      action: reject\n      require:\n        partitions: {min: 9, max: 3}\n",
+			"policies.rules.0.require.partitions", 9, "min 9 is above max 3"},
 		{"missing upstream", "log:\n  level: info\nproxy:\n  listen: 127.0.0.1:9092\n",
 			"proxy.upstream", 3, "is required"},
 		{"negative read timeout", "proxy:\n  upstream: b:9092\nframing:\n  read_timeout: -5s\n",

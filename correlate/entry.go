@@ -38,6 +38,10 @@ type Entry struct {
 	// no tracer. Whoever sets it must leave it nil (not a typed nil) when
 	// there is no span.
 	Span any
+	// Audit is the request's audit line awaiting its outcome, or nil: as
+	// opaque to the table as Span. Whoever sets it must leave it nil (not
+	// a typed nil) when there is none.
+	Audit any
 	// Throttle is the delay a policy put on this request, written into
 	// its response's throttle_time_ms.
 	Throttle time.Duration

@@ -61,11 +61,20 @@ func (e *Engine) CheckOversize(r *Request) Verdict {
 // Request, so that it can stay on the caller's stack.
 func (e *Engine) Check(r *Request, body *framing.Body, now time.Time) Verdict {
 	var v Verdict
+	var observed []Violation
+	var report bool
 	for _, ru := range e.rules {
 		if !ru.selects(r, body) {
 			continue
 		}
 		ru.m.matched.Inc()
+		if ru.Require != nil {
+			if rv, refused := ru.judge(r, body, &observed, &report); refused {
+				rv.Observed, rv.Report = observed, report
+				return rv
+			}
+			continue
+		}
 		act, delay, reason := ru.limit(r, body, now)
 		if !act {
 			continue
@@ -85,7 +94,7 @@ func (e *Engine) Check(r *Request, body *framing.Body, now time.Time) Verdict {
 		case Exempt(r.Key) && ru.Limits.rates():
 			// Only the ceiling acts on exempt APIs: the connection is
 			// closed, whatever the action.
-			return Verdict{Outcome: Close, Rule: ru.Name, Reason: reason}
+			return Verdict{Outcome: Close, Rule: ru.Name, Reason: reason, Observed: observed, Report: report}
 		case ru.Action == ActionReject && ru.Limits.rates() && r.Key == framing.KeyFetch:
 			// A Java consumer fails on POLICY_VIOLATION: over a rate,
 			// Fetch is throttled instead.
@@ -104,7 +113,8 @@ func (e *Engine) Check(r *Request, body *framing.Body, now time.Time) Verdict {
 			case code == codeClusterAuthorization && ru.byTopic():
 				reason = "a request that may cover any topic (an ACL on \"*\", a prefix or a filter, every partition, an API only brokers send), under rule " + ru.Name
 			}
-			return Verdict{Outcome: Reject, Code: code, Rule: ru.Name, Reason: reason, Partitions: parts}
+			return Verdict{Outcome: Reject, Code: code, Rule: ru.Name, Reason: reason, Partitions: parts,
+				Observed: observed, Report: report}
 		case ru.Action == ActionThrottle && delay > v.Delay && !Exempt(r.Key):
 			v = Verdict{Outcome: Throttle, Delay: delay, Rule: ru.Name, Reason: reason}
 		}
@@ -114,6 +124,7 @@ func (e *Engine) Check(r *Request, body *framing.Body, now time.Time) Verdict {
 		e.rule(v.Rule).m.throttled.Inc()
 		e.rule(v.Rule).m.delay.Add(v.Delay.Seconds())
 	}
+	v.Observed, v.Report = observed, report
 	return v
 }
 

@@ -23,6 +23,9 @@ type Rule struct {
 	// rule with no limits acts on every request it matches (an access
 	// rule).
 	Limits Limits `yaml:"limits"`
+	// Require, when set, makes the rule act only on requests that break
+	// one of its conditions on their content (see Require).
+	Require *Require `yaml:"require"`
 	// Action is reject (answer with a Kafka error, never forward),
 	// throttle (forward, then delay the client the way a broker quota
 	// does) or log (record what would have happened).
@@ -172,6 +175,11 @@ func (c Config) Validate() error {
 		}
 		if r.Limits.Key == "topic" && r.Limits.BytesPerSecond == 0 {
 			return fielderr.New(at+"limits.key", "topic keys a produce bytes_per_second")
+		}
+		if r.Require != nil {
+			if err := validateRequire(r, at); err != nil {
+				return err
+			}
 		}
 		seen[r.Name] = true
 	}

@@ -9,6 +9,9 @@ package policy
 import (
 	"sync"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/time/rate"
+
 	"github.com/kproxy/kproxy/framing"
 )
 
@@ -26,7 +29,23 @@ type Engine struct {
 	// refusesUnknownAPIs is set when a reject rule can select an API
 	// kproxy does not know (see HidesUnknownAPIs).
 	refusesUnknownAPIs bool
+	// readsRecords is set when a content rule judges produced records
+	// (see ReadsRecords).
+	readsRecords bool
 }
+
+// ReadsRecords reports whether a rule may decompress a Produce's batches
+// to judge its records: such produces must then not be judged on the
+// poller.
+func (e *Engine) ReadsRecords() bool { return e != nil && e.readsRecords }
+
+// A content rule's violations are logged at most reportsPerSecond per
+// rule, in bursts of reportBurst: a misconfigured producer breaking a
+// rule a thousand times a second must not flood the log.
+const (
+	reportsPerSecond = 1
+	reportBurst      = 5
+)
 
 // HidesUnknownAPIs reports whether the ApiVersions answers relayed under
 // this rule set must drop the APIs kproxy does not know. A reject rule
@@ -52,6 +71,11 @@ type rule struct {
 	topics     []glob
 	except     []glob
 	m          ruleMetrics
+	// The require block's compiled globs and counter, and the bound on
+	// the log lines its violations make.
+	topicName, groupID glob
+	viol               *prometheus.CounterVec
+	reports            *rate.Limiter
 
 	mu     sync.Mutex
 	shared *meter       // key: rule
@@ -92,6 +116,13 @@ func New(c Config, m *Metrics) *Engine {
 		cr.m = ruleMetrics{m.matched.WithLabelValues(r.Name), m.throttled.WithLabelValues(r.Name),
 			m.rejected.WithLabelValues(r.Name), m.logged.WithLabelValues(r.Name), m.delay.WithLabelValues(r.Name),
 			m.closed.WithLabelValues(r.Name)}
+		if r.Require != nil {
+			cr.topicName, cr.groupID = compileGlob(r.Require.TopicName), compileGlob(r.Require.GroupID)
+			cr.viol, cr.reports = m.violations, rate.NewLimiter(reportsPerSecond, reportBurst)
+			if r.Require.readsRecords() && (cr.anyAPI || cr.apis[framing.KeyProduce]) {
+				e.readsRecords = true
+			}
+		}
 		e.rules = append(e.rules, cr)
 		if r.Action == ActionThrottle || r.Action == ActionReject && r.Limits.rates() {
 			e.throttles = true // a rate rule rejects Fetch by throttling it

@@ -17,6 +17,9 @@ type ruleMetrics struct {
 // Engine a reload builds.
 type Metrics struct {
 	matched, throttled, rejected, logged, delay, closed *prometheus.CounterVec
+	// violations counts content rules' broken conditions, by rule and
+	// condition, whatever the action.
+	violations *prometheus.CounterVec
 }
 
 // NewMetrics registers the policy counters with reg.
@@ -26,7 +29,11 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 		reg.MustRegister(c)
 		return c
 	}
-	return &Metrics{
+	viol := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kproxy_policy_violations_total",
+		Help: "Requests that broke a condition of a rule's require block, by rule and condition (configs.<name> for a config), whatever the rule's action."},
+		[]string{"rule", "condition"})
+	reg.MustRegister(viol)
+	return &Metrics{violations: viol,
 		matched:   v("kproxy_policy_matched_total", "Requests a rule's selector matched."),
 		throttled: v("kproxy_policy_throttled_total", "Requests throttled by a rule."),
 		rejected:  v("kproxy_policy_rejected_total", "Requests refused by a rule."),

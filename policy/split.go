@@ -63,30 +63,21 @@ func partitionsOf(req *kmsg.ProduceRequest, ids *framing.TopicIDs, keep func(top
 	return out
 }
 
-func (p Partition) in(topic string, id [16]byte, index int32) bool {
-	return p.Index == index && p.Topic == topic && p.TopicID == id
-}
-
-func refused(list []Partition, topic string, id [16]byte, index int32) bool {
-	for _, p := range list {
-		if p.in(topic, id, index) {
-			return true
-		}
-	}
-	return false
-}
-
 // WithoutPartitions re-frames a produce request without the refused
 // partitions: the same header (and so correlation id and client id) over
 // a body re-encoded by kmsg.
 func WithoutPartitions(frame []byte, h framing.RequestHeader, req *kmsg.ProduceRequest, drop []Partition) []byte {
 	keep := *req
 	keep.Topics = nil
+	dropped := make(map[Partition]bool, len(drop)) // never searched one by one
+	for _, d := range drop {
+		dropped[d] = true
+	}
 	for _, t := range req.Topics {
 		nt := t
 		nt.Partitions = nil
 		for _, p := range t.Partitions {
-			if !refused(drop, t.Topic, t.TopicID, p.Partition) {
+			if !dropped[Partition{Topic: t.Topic, TopicID: t.TopicID, Index: p.Partition}] {
 				nt.Partitions = append(nt.Partitions, p)
 			}
 		}

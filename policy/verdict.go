@@ -40,6 +40,21 @@ type Verdict struct {
 	// Partitions, when set on a Reject of a Produce, are the only ones
 	// refused: the rest of the request still goes to the broker.
 	Partitions []Partition
+	// Refusals, set on a Reject by a content rule (require:), are the
+	// items refused, each with its own code and message; Whole says
+	// nothing of the request is left to forward (RefusalResponse
+	// answers it), else the relay forwards the rest (WithoutRefused)
+	// and adds them to the broker's answer (WithRefusals).
+	Refusals []Refusal
+	Whole    bool
+	// Message is the error message of a whole-request content refusal
+	// (the group APIs), where the version carries one.
+	Message string
+	// Observed are the violations log rules saw (they change nothing);
+	// Report says this request's are to be logged, the rate of log lines
+	// per rule being bounded.
+	Observed []Violation
+	Report   bool
 }
 
 // Request is what the engine sees of a request.
@@ -50,6 +65,9 @@ type Request struct {
 	Topics       *framing.TopicIDs
 	Listener     string
 	Conn         *ConnState
+	// Records reads compressed batches for record conditions within the
+	// record path's budgets; nil: a small default budget.
+	Records Inflater
 }
 
 // ConnState holds one client connection's per-connection state: its

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kproxy/kproxy/audit"
 	"net"
 	"os"
 	"sync/atomic"
@@ -101,6 +102,11 @@ func New(cfg Config, fr framing.Config, tc correlate.Config, log zerolog.Logger,
 // SetPolicies puts a new rule set in force; live connections apply it from
 // their next request on.
 func (s *Server) SetPolicies(e *policy.Engine) { s.policies.Store(e) }
+
+// SetAudit makes the server write an audit line for every request that
+// changes cluster state and every policy refusal (audit.enabled). Call it
+// before Listen; nil leaves the log off.
+func (s *Server) SetAudit(l *audit.Log) { s.env.Audit = l }
 
 // SetSasl makes the server authenticate every upstream connection itself
 // (sasl.upstream) before relaying the client's first byte, and

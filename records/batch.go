@@ -72,6 +72,12 @@ func Decode(raw, scratch []byte, limit int) (Batch, []byte, error) {
 	return b, scratch, nil
 }
 
+// Records reads count records from an uncompressed records section (a
+// batch's body after its header, inflated when compressed), which they
+// must fill exactly: for readers that judge records without changing
+// them. The records point into body.
+func Records(body []byte, count int) ([]kmsg.Record, error) { return decodeRecords(body, count) }
+
 // decodeRecords reads count records from an uncompressed records
 // section, which they must fill exactly.
 func decodeRecords(body []byte, count int) ([]kmsg.Record, error) {

@@ -3,6 +3,7 @@ package records
 import (
 	"runtime"
 	"sync"
+	"time"
 
 	"github.com/klauspost/compress/gzip"
 	"github.com/klauspost/compress/zstd"
@@ -53,3 +54,23 @@ func TakeSlot() bool {
 }
 
 func GiveSlot() { <-inflateSlots }
+
+// WaitSlot reserves an inflation slot, waiting up to d for one: for
+// readers that must judge records (policy's record conditions) and run
+// where they may wait, never on the poller.
+func WaitSlot(d time.Duration) bool {
+	if TakeSlot() {
+		return true
+	}
+	if d <= 0 {
+		return false
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case inflateSlots <- struct{}{}:
+		return true
+	case <-t.C:
+		return false
+	}
+}

@@ -29,8 +29,8 @@ const ThrottlePoll = 100 * time.Millisecond
 // InlineMaxBytes, room for each in the table, no rule that could
 // throttle, none a size rule must judge from its header, no SASL v0
 // exchange (frames may wait for the broker's answer) or
-// re-authentication due, and no Produce whose records the tracer may
-// inflate (a decompression bomb must not stall the poller). When it says
+// re-authentication due, and no Produce whose records the tracer or a
+// rule may inflate (a decompression bomb must not stall the poller). When it says
 // yes it pins the rules it judged by for that batch (PinRules).
 func (s *Session) RequestsInline(buf []byte) bool {
 	if s.MayMute() || s.Sasl() || s.ReauthDue() {
@@ -44,8 +44,8 @@ func (s *Session) RequestsInline(buf []byte) bool {
 	if !ok || keys.handshake || !s.Room(k) {
 		return false // a SaslHandshake v0 would hold the frames behind it
 	}
-	if keys.produce && s.env.Tracer.InflatesRecords() {
-		return false
+	if keys.produce && (s.env.Tracer.InflatesRecords() || eng.ReadsRecords()) {
+		return false // records may be inflated: by the tracer, or to judge a rule
 	}
 	if limit := eng.MaxFrame(); limit > 0 && largest > limit {
 		return false // refused frames are judged from their header where they may wait

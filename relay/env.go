@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"github.com/kproxy/kproxy/audit"
 	"sync/atomic"
 
 	"github.com/kproxy/kproxy/correlate"
@@ -40,6 +41,9 @@ type Env struct {
 	// answer) fails with ErrOverflow when the client's unread input
 	// passes it.
 	MaxUnread int
+	// Audit, when set, writes a line for every request that changes
+	// cluster state and every policy refusal (audit.enabled).
+	Audit *audit.Log
 }
 
 // readsTopics reports whether anything needs topic names: the tracer, or a

@@ -78,6 +78,9 @@ func (s *Session) RefuseOversize(r framing.Source, up *Batch, limit int) (bool, 
 	if v.Outcome != policy.Reject {
 		return false, nil
 	}
+	if s.env.Audit != nil { // the body is dropped unread: no resources to name
+		s.env.Audit.BeginRefusal(s.auditConn(h), h.APIKey, h.APIVersion, nil).Refused(v.Rule, v.Code, v.Reason)
+	}
 	e := correlate.Entry{APIKey: h.APIKey, APIVersion: h.APIVersion, ClientID: h.CorrelationID,
 		Start: time.Now(), ReqBytes: framing.SizeLen + size}
 	var span *tracing.Span

@@ -69,13 +69,16 @@ func (s *Session) Request(frame []byte, up *Batch, mayWait bool) error {
 			}
 		}
 	}
+	ap := s.auditBegin(h, &body) // nil unless the audit log is on and takes this API
 	if s.env.Originating {
 		if v, refused := s.originRefusal(h.APIKey, &body); refused {
+			ap.Refused(v.Rule, v.Code, v.Reason)
 			withSpan(&e, span)
 			return s.refuse(&body, e, v, up, mayWait)
 		}
 	}
 	if s.env.Addresses != nil && !s.env.Addresses.Passes(h.APIKey) {
+		ap.Refused(clusterRefusal.Rule, clusterRefusal.Code, clusterRefusal.Reason)
 		withSpan(&e, span)
 		return s.refuse(&body, e, clusterRefusal, up, mayWait)
 	}
@@ -89,18 +92,39 @@ func (s *Session) Request(frame []byte, up *Batch, mayWait bool) error {
 		if s.clientID != string(h.ClientID) {
 			s.clientID = string(h.ClientID)
 		}
-		v := eng.Check(&policy.Request{Key: h.APIKey, Version: h.APIVersion, ClientID: s.clientID,
-			Bytes: len(frame), Topics: s.env.Topics, Conn: &s.conn, Listener: s.env.Listener}, &body, e.Start)
+		pr := policy.Request{Key: h.APIKey, Version: h.APIVersion, ClientID: s.clientID,
+			Bytes: len(frame), Topics: s.env.Topics, Conn: &s.conn, Listener: s.env.Listener}
+		if h.APIKey == framing.KeyProduce && eng.ReadsRecords() {
+			pr.Records = s.env.Tracer.RecordBudget() // never on the poller: RequestsInline
+		}
+		v := eng.Check(&pr, &body, e.Start)
+		if len(v.Observed) > 0 {
+			s.observed(span, h.APIKey, v)
+		}
 		switch v.Outcome {
 		case policy.Reject:
 			span.Policy(v.Rule, "reject", v.Reason)
 			if noResponse {
+				s.auditRefusal(ap, h, &body, v, true)
 				s.env.Tracer.Fail(span, "kproxy.policy_rejected")
 				return PolicyCloseError{v}
+			}
+			if len(v.Refusals) > 0 && !v.Whole {
+				ap = s.auditRefusal(ap, h, &body, v, false)
+				// A content rule refused some items: the broker gets the
+				// rest, and the refused ones are added to its answer.
+				req, _ := body.Request()
+				frame = policy.WithoutRefused(frame, h, req, v.Refusals)
+				items := v.Refusals
+				e.Amend = func(resp []byte) []byte {
+					return policy.WithRefusals(resp, h.APIKey, h.APIVersion, items)
+				}
+				break
 			}
 			if part := partial(&body, v); part != nil {
 				// Only some partitions are refused: the broker gets the
 				// rest, and the refused ones are added to its answer.
+				ap = s.auditRefusal(ap, h, &body, v, false)
 				frame = policy.WithoutPartitions(frame, h, part, v.Partitions)
 				e.Amend = func(resp []byte) []byte {
 					return policy.WithRefusedPartitions(resp, h.APIVersion, v.Partitions, v.Code)
@@ -108,12 +132,17 @@ func (s *Session) Request(frame []byte, up *Batch, mayWait bool) error {
 				break
 			}
 			withSpan(&e, span)
-			return s.answer(&body, e, v, up, mayWait)
+			err := s.answer(&body, e, v, up, mayWait)
+			if err != ErrWouldWait { // else the frame is relayed again, where it may wait
+				s.auditRefusal(ap, h, &body, v, true)
+			}
+			return err
 		case policy.Throttle:
 			span.Policy(v.Rule, "throttle", v.Reason)
 			e.Throttle = v.Delay
 			s.mutedUntil = e.Start.Add(v.Delay).UnixNano()
 		case policy.Close:
+			s.auditRefusal(ap, h, &body, v, true)
 			span.Policy(v.Rule, "close", v.Reason)
 			s.env.Tracer.Fail(span, "kproxy.policy_rejected")
 			return PolicyCloseError{v}
@@ -132,8 +161,12 @@ func (s *Session) Request(frame []byte, up *Batch, mayWait bool) error {
 		return nil
 	}
 	withSpan(&e, span)
+	withAudit(&e, ap)
 	id, err := s.push(e, up, mayWait)
 	if err != nil {
+		if err != ErrWouldWait { // else the frame is relayed again, and audited then
+			ap.Unknown()
+		}
 		s.env.Tracer.Fail(span, "kproxy.connection_closed")
 		return err
 	}
@@ -155,7 +188,7 @@ func (s *Session) answer(body *framing.Body, e correlate.Entry, v policy.Verdict
 		s.env.Tracer.Fail(spanOf(e), "kproxy.policy_rejected")
 		return PolicyCloseError{v} // a version kproxy cannot answer in
 	}
-	resp, ok := policy.ErrorResponse(req, v.Code)
+	resp, ok := policy.RefusalResponse(req, v)
 	if !ok {
 		s.env.Tracer.Fail(spanOf(e), "kproxy.policy_rejected")
 		return PolicyCloseError{v}
@@ -234,5 +267,20 @@ func (s *Session) push(e correlate.Entry, up *Batch, mayWait bool) (int32, error
 		default:
 			return 0, err
 		}
+	}
+}
+
+// observed reports the violations log-only content rules saw in a
+// request: a span event each, and a log line when the rule's bound on
+// lines allows.
+func (s *Session) observed(span *tracing.Span, key int16, v policy.Verdict) {
+	for _, o := range v.Observed {
+		span.Policy(o.Rule, "log", o.Message)
+	}
+	if v.Report {
+		o := v.Observed[0]
+		s.log.Warn().Str("rule", o.Rule).Str("condition", o.Condition).Str("api", framing.Name(key)).
+			Str("client_id", s.clientID).Int("violations", len(v.Observed)).Str("reason", o.Message).
+			Msg("request breaks a log-only rule (relayed unchanged)")
 	}
 }

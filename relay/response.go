@@ -33,6 +33,9 @@ func (s *Session) Response(frame []byte, out *Batch) error {
 		if e.Amend != nil {
 			frame = e.Amend(frame)
 		}
+		if e.Audit != nil {
+			auditSettle(e, frame)
+		}
 		if e.APIKey == framing.KeyApiVersions {
 			// Cluster mode hides the keys it cannot read, as topic rules do.
 			hideUnknown := s.env.Policies.Load().HidesUnknownAPIs() || s.env.Addresses != nil

@@ -71,6 +71,8 @@ type Session struct {
 	// upPrincipal is the principal kproxy logged in as (Arm), "" when it
 	// does not originate SASL.
 	upPrincipal string
+	// client is the client's address, for audit lines.
+	client string
 
 	// Owned by the client writer: the responses of the batch being
 	// written, and the traced ones among them, whose spans end once the
@@ -136,6 +138,7 @@ func (s *Session) Close() int {
 		if e.Kind == correlate.Own {
 			continue
 		}
+		auditUnknown(e)
 		s.env.Tracer.Fail(spanOf(e), "kproxy.connection_closed")
 		failed++
 	}
@@ -203,5 +206,7 @@ func Start(env *Env, link Link, log zerolog.Logger, client, upstream string) *Se
 	if env.Tracer.On() {
 		peer = tracing.NewPeer(client, upstream, env.Topics)
 	}
-	return New(env, link, log, peer)
+	s := New(env, link, log, peer)
+	s.client = client
+	return s
 }

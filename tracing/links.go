@@ -23,6 +23,9 @@ type inflateBudget struct {
 
 	inflated int      // bytes the decoders gave
 	cut      cutCause // why reading stopped short, if a limit stopped it
+	// wait is how long open waits for an inflation slot; 0: never (the
+	// tracer's links are best effort, a rule's record conditions are not).
+	wait time.Duration
 }
 
 // newBudget is one request's share of the record path's bounds.
@@ -124,7 +127,7 @@ func (b *inflateBudget) open() int {
 	case b.batches <= 0:
 		b.cut = cutBatches
 		return 0
-	case !records.TakeSlot():
+	case !records.WaitSlot(b.wait):
 		b.cut = cutBusy
 		return 0
 	}

@@ -25,7 +25,13 @@ func New(c Config, version string, reg prometheus.Registerer) (*Tracer, error) {
 		return nil, err
 	}
 	if !s.Enabled {
-		return &Tracer{}, nil
+		// Off, it still holds the record path's bounds: policy's record
+		// conditions read batches within them (RecordBudget).
+		t := &Tracer{s: s}
+		if n := s.Links.MaxDecompressedBytesPerSecond; n > 0 {
+			t.inflateRate = newInflateRate(n, time.Now())
+		}
+		return t, nil
 	}
 	t, err := newTracer(s, version, nil, reg)
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/kproxy/kproxy/admin"
+	"github.com/kproxy/kproxy/audit"
 	"github.com/kproxy/kproxy/config"
 	"github.com/kproxy/kproxy/logging"
 	"github.com/kproxy/kproxy/policy"
@@ -33,6 +34,7 @@ type service struct {
 	pm     *policy.Metrics
 	reg    *prometheus.Registry
 	certs  *tlsconf.Store // the tls section's files, reloaded as they change
+	audit  *audit.Log     // nil when audit.enabled is false
 	// beforeDrain, when set, runs once a signal arrives and before the
 	// drain: demo stops its own clients there, so they are not drained.
 	beforeDrain func()
@@ -83,14 +85,25 @@ func start(cfg config.File, spans sdktrace.SpanExporter) (*service, error) {
 		return nil, err
 	}
 	srv.SetSasl(orig)
+	auditLog, err := audit.Open(cfg.Audit, audit.NewMetrics(reg), audit.Env{Pod: firstEnv("K8S_POD_NAME", "POD_NAME"),
+		Namespace: firstEnv("K8S_NAMESPACE_NAME", "POD_NAMESPACE")})
+	if err != nil {
+		certs.Close()
+		return nil, err
+	}
+	srv.SetAudit(auditLog)
 	if err := srv.Listen(); err != nil {
 		certs.Close()
+		auditLog.Close()
 		return nil, err
 	}
 	srv.LimitMemory()
 	pm := policy.NewMetrics(reg)
 	srv.SetPolicies(policy.New(cfg.Policies, pm))
-	s := &service{cfg: cfg, log: log, proxy: srv, tracer: tracer, pm: pm, reg: reg, certs: certs}
+	s := &service{cfg: cfg, log: log, proxy: srv, tracer: tracer, pm: pm, reg: reg, certs: certs, audit: auditLog}
+	if auditLog != nil {
+		log.Info().Str("output", cfg.Audit.Output).Msg("audit log on: one line per change to the cluster and per policy refusal")
+	}
 	if tracer.On() {
 		log.Info().Msg("tracing on: one span per request/response pair, exported over OTLP")
 	}
@@ -154,5 +167,19 @@ func (s *service) waitSignal(done <-chan struct{}) {
 		s.admin.Close(shut)
 	}
 	s.certs.Close()
+	if err := s.audit.Close(); err != nil { // after the drain: every line is settled
+		s.log.Warn().Err(err).Msg("audit log not closed cleanly")
+	}
 	s.log.Info().Msg("kproxy stopped")
+}
+
+// firstEnv is the first of the variables that is set: the downward API's
+// names for the pod (POD_NAME, as kproxy-inject sets) or OpenTelemetry's.
+func firstEnv(names ...string) string {
+	for _, n := range names {
+		if v := os.Getenv(n); v != "" {
+			return v
+		}
+	}
+	return ""
 }

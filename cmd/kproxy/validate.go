@@ -32,6 +32,9 @@ func validate(args []string) error {
 	if err := f.SASL.Check(); err != nil {
 		return fmt.Errorf("%s: %w", o.config, err)
 	}
+	for _, w := range f.Policies.Warnings() {
+		fmt.Printf("%s: warning: policies.%s\n", o.config, w)
+	}
 	fmt.Printf("%s: ok\n", o.config)
 	if c := f.Cluster; c.On() {
 		first, _ := c.Port(c.NodeIDs.Min)

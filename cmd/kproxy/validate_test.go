@@ -83,3 +83,15 @@ func TestRunRefusesMissingCredentials(t *testing.T) {
 		t.Errorf("exit %d, stderr %q", r.code, r.stderr)
 	}
 }
+
+// TestValidateGovernanceWarning checks a require.configs name that is no
+// Kafka topic config is a warning (the file is still valid), naming it.
+func TestValidateGovernanceWarning(t *testing.T) {
+	path := t.TempDir() + "/gov.yaml"
+	writeFile(t, path, "proxy:\n  upstream: b:9092\npolicies:\n  rules:\n    - name: t\n      match: {apis: [CreateTopics]}\n"+
+		"      action: reject\n      require:\n        configs:\n          retension.ms: {min: 1}\n")
+	r := kproxy(t, 10*time.Second, "validate", "--config", path)
+	if r.code != 0 || !strings.Contains(r.stdout, "warning: policies.rules.0.require.configs.retension.ms") || !strings.HasSuffix(r.stdout, ": ok\n") {
+		t.Errorf("exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+}
