@@ -203,3 +203,16 @@ func BenchmarkRelayPolicies(b *testing.B) {
 	}}, policy.NewMetrics(prometheus.NewRegistry()))
 	benchRelayWith(b, nil, rules, 100, 100, 64)
 }
+
+// Governance rules on the relay: an admin-only rule that never selects a
+// Produce (free), and an acks rule every Produce is judged by (its body
+// decoded once, the batch headers walked; no records read).
+func BenchmarkRelayGovernance(b *testing.B) {
+	rules := policy.New(policy.Config{Rules: []policy.Rule{
+		{Name: "topics", Match: policy.Selector{APIs: []string{"CreateTopics"}}, Action: policy.ActionReject,
+			Require: &policy.Require{Partitions: &policy.Range{Min: i64(3)}}},
+		{Name: "acks", Match: policy.Selector{APIs: []string{"Produce"}}, Action: policy.ActionReject,
+			Require: &policy.Require{Acks: "1"}},
+	}}, policy.NewMetrics(prometheus.NewRegistry()))
+	benchRelayWith(b, nil, rules, 100, 100, 64)
+}

@@ -126,8 +126,9 @@ func (s *Session) Request(frame []byte, up *Batch, mayWait bool) error {
 				// rest, and the refused ones are added to its answer.
 				ap = s.auditRefusal(ap, h, &body, v, false)
 				frame = policy.WithoutPartitions(frame, h, part, v.Partitions)
+				drop, code := v.Partitions, v.Code // not v: a closure over v would move it to the heap
 				e.Amend = func(resp []byte) []byte {
-					return policy.WithRefusedPartitions(resp, h.APIVersion, v.Partitions, v.Code)
+					return policy.WithRefusedPartitions(resp, h.APIVersion, drop, code)
 				}
 				break
 			}
