@@ -102,6 +102,10 @@ func saramaRoundTrip(t *testing.T, addr string, cfg *tls.Config, topic, prefix s
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Closing the client does not stop a producer made from it: left
+	// open, its goroutines outlive the test and fail later tests' leak
+	// checks (TestNetworkFaultsLoseNothing's).
+	defer prod.Close()
 	var msgs []*sarama.ProducerMessage
 	for i := range tlsRecords {
 		msgs = append(msgs, &sarama.ProducerMessage{Topic: topic,
