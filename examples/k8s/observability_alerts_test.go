@@ -160,6 +160,31 @@ var alertScenarios = []alertScenario{
 		until: 40 * time.Minute, quiet: true,
 	},
 	{
+		alert: "KproxyAuditLinesDropped", name: "a full disk for a minute",
+		// kproxy creates every reason at 0; writes fail from 10m to 11m.
+		load: `load 30s
+			kproxy_audit_dropped_total{reason="write_failed", ` + podA + `} 0x19 2 4 4x60
+			kproxy_audit_dropped_total{reason="queue_full", ` + podA + `} 0x80
+			kproxy_audit_dropped_total{reason="closed", ` + podA + `} 0x80`,
+		until: 40 * time.Minute,
+		checks: []alertCheck{
+			{at: 9*time.Minute + 30*time.Second},
+			{at: 11 * time.Minute, firing: []firingAlert{{
+				labels:      map[string]string{"alertname": "KproxyAuditLinesDropped", "namespace": "kafka", "pod": "kafka-0", "reason": "write_failed", "severity": "warning"},
+				summary:     "kproxy in kafka/kafka-0 dropped audit lines (write_failed)",
+				description: []string{"audit lines were lost in 15 minutes", "(write_failed:"},
+			}}},
+			{at: 27 * time.Minute}, // out of the window
+		},
+	},
+	{
+		alert: "KproxyAuditLinesDropped", name: "every line written",
+		load: `load 30s
+			kproxy_audit_dropped_total{reason="write_failed", ` + podA + `} 0x80
+			kproxy_audit_dropped_total{reason="queue_full", ` + podB + `} 0x80`,
+		until: 40 * time.Minute, quiet: true,
+	},
+	{
 		alert: "KproxySpansDropped", name: "half a span a second dropped",
 		load: `load 30s
 			kproxy_trace_spans_dropped_total{` + podA + `} 0x10 15+15x80`,
