@@ -29,6 +29,9 @@ const (
 type builder struct {
 	ln   *line
 	cost int
+	// limit is the line's byte bound: maxLineBytes, or leanLineBytes
+	// while the lines awaiting answers hold maxPending already.
+	limit int
 	// described is how many resources Begin recorded, the ones Settle
 	// matches; those Refuse adds after are kproxy's alone.
 	described int
@@ -45,7 +48,7 @@ func (b *builder) expect(n int) {
 // add appends a resource of typ, or counts it in resources_omitted and
 // returns nil once the line is full.
 func (b *builder) add(typ string) *resource {
-	if len(b.ln.Resources) >= maxResources || b.cost+resourceCost > maxLineBytes {
+	if len(b.ln.Resources) >= maxResources || b.cost+resourceCost > b.max() {
 		b.ln.ResourcesOmitted++
 		return nil
 	}
@@ -57,7 +60,7 @@ func (b *builder) add(typ string) *resource {
 // keep reports whether the n-th entry (from 0) of one of r's lists, of
 // about cost bytes, fits; an entry that does not is counted in r.Omitted.
 func (b *builder) keep(r *resource, n, cost int) bool {
-	if n >= maxItems || b.cost+cost > maxLineBytes {
+	if n >= maxItems || b.cost+cost > b.max() {
 		r.Omitted++
 		return false
 	}
@@ -171,4 +174,12 @@ func (b *builder) config(r *resource, n int, name string, value *string, op stri
 		}
 		r.Ops[k] = op
 	}
+}
+
+// max is the line's byte bound.
+func (b *builder) max() int {
+	if b.limit > 0 {
+		return b.limit
+	}
+	return maxLineBytes
 }

@@ -23,6 +23,17 @@ const (
 	queueBytes = 32 << 20
 	// drainTimeout is how long Close lets the writer finish what is queued.
 	drainTimeout = 2 * time.Second
+	// maxPending bounds the lines begun and not yet finished, process
+	// wide: they wait on in-flight requests (256 per connection by
+	// default), which a client that stops reading keeps in flight. Past
+	// it, new lines are lean: leanLineBytes, the rest counted in
+	// resources_omitted.
+	maxPending    = 64 << 20
+	leanLineBytes = 4 << 10
+	// refusalShare is the share of the queue that lines of refusals of
+	// APIs that change nothing may fill: a client refused thousands of
+	// times a second must not crowd out the lines of real changes.
+	refusalShare = 3 // of 4
 )
 
 // Env is what every line says of where kproxy runs.
@@ -48,6 +59,7 @@ type Log struct {
 	queue     chan queued
 	queued    atomic.Int64 // bytes in queue, by builder's estimate
 	maxQueued int64        // queueBytes; smaller in tests
+	pending   atomic.Int64 // bytes of lines begun and not finished
 
 	stop      chan struct{}
 	done      chan struct{}
@@ -136,11 +148,15 @@ func (l *Log) Audits(key int16) bool {
 
 // enqueue hands a finished line to the writer, never waiting: a full
 // queue drops it.
-func (l *Log) enqueue(ln *line, cost int) {
+func (l *Log) enqueue(ln *line, cost int, refusal bool) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	if l.closed {
 		l.m.drop(dropClosed)
+		return
+	}
+	if refusal && (len(l.queue) >= cap(l.queue)*refusalShare/4 || l.queued.Load()+int64(cost) > l.maxQueued*refusalShare/4) {
+		l.m.drop(dropQueueFull) // the last quarter is kept for changes
 		return
 	}
 	if l.queued.Add(int64(cost)) > l.maxQueued {

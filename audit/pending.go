@@ -37,6 +37,11 @@ type Pending struct {
 	// rule and message are the last refusal's, copied once and shared by
 	// every resource it covers.
 	rule, message string
+	// refusal: a refused request of an API that changes nothing, whose
+	// line may fill only part of the queue. charged is what Begin added
+	// to the log's pending bytes, given back when the line is finished.
+	refusal bool
+	charged int
 }
 
 // Begin starts the line of a request about to be relayed or refused; nil
@@ -60,7 +65,9 @@ func (l *Log) BeginRefusal(c Conn, key, version int16, req kmsg.Request) *Pendin
 	if l == nil {
 		return nil
 	}
-	return l.begin(c, key, version, req)
+	p := l.begin(c, key, version, req)
+	p.refusal = !l.Audits(key)
+	return p
 }
 
 func (l *Log) begin(c Conn, key, version int16, req kmsg.Request) *Pending {
@@ -77,9 +84,14 @@ func (l *Log) begin(c Conn, key, version int16, req kmsg.Request) *Pending {
 		Version:           version,
 	}
 	p.b.cost = resourceCost + len(p.b.ln.Client) + len(p.b.ln.Principal) + len(p.b.ln.UpstreamPrincipal) + len(p.b.ln.ClientID)
+	if l.pending.Load() > maxPending {
+		p.b.limit = leanLineBytes
+	}
 	if req != nil {
 		describe(&p.b, req)
 	}
+	p.charged = p.b.cost
+	l.pending.Add(int64(p.charged))
 	return p
 }
 
@@ -236,5 +248,6 @@ func (p *Pending) Settle(resp kmsg.Response) {
 func (p *Pending) finish() {
 	p.done = true
 	p.byName = nil
-	p.log.enqueue(p.b.ln, p.b.cost)
+	p.log.pending.Add(-int64(p.charged))
+	p.log.enqueue(p.b.ln, p.b.cost, p.refusal)
 }

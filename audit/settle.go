@@ -101,7 +101,7 @@ func (s *settler) set(i int, code int16, msg *string) {
 		return
 	}
 	r.Outcome = codeName(code)
-	if code != 0 && msg != nil && r.Message == "" && s.b.cost+len(*msg) <= maxLineBytes {
+	if code != 0 && msg != nil && r.Message == "" && s.b.cost+len(*msg) <= s.b.max() {
 		r.Message = s.b.str(*msg)
 	}
 }

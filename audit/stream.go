@@ -2,6 +2,7 @@ package audit
 
 import (
 	"os"
+	"strings"
 	"sync"
 )
 
@@ -16,8 +17,13 @@ type stream struct {
 	f    *os.File
 }
 
-// isStream reports whether path is an existing named pipe or device.
+// isStream reports whether path is an existing named pipe or device, or
+// a path under /dev or /proc (/dev/stderr is a link to whatever fd 2 is,
+// which may be a regular file that must not be renamed by a rotation).
 func isStream(path string) bool {
+	if strings.HasPrefix(path, "/dev/") || strings.HasPrefix(path, "/proc/") {
+		return true
+	}
 	fi, err := os.Stat(path)
 	return err == nil && fi.Mode()&(os.ModeNamedPipe|os.ModeDevice|os.ModeCharDevice) != 0
 }

@@ -53,8 +53,11 @@ func (e *Engine) CheckOversize(r *Request) Verdict {
 }
 
 // Check decides what to do with a request. Rules are checked in order; the
-// first that rejects decides; throttle delays from several rules give the
-// longest; log rules only count and report.
+// first that rejects the whole request decides; a rule that refuses only
+// some items (topics, resources, partitions) leaves the rest to the rules
+// after it, so one bad item never carries the others past them; throttle
+// delays from several rules give the longest; log rules only count and
+// report.
 //
 // body is the request's lazily decoded body, decoded only if a rule needs
 // topics or partitions. It is a parameter of its own, not a field of
@@ -63,6 +66,7 @@ func (e *Engine) Check(r *Request, body *framing.Body, now time.Time) Verdict {
 	var v Verdict
 	var observed []Violation
 	var report bool
+	var part *Verdict // the items refused so far, when only some are
 	for _, ru := range e.rules {
 		if !ru.selects(r, body) {
 			continue
@@ -70,8 +74,10 @@ func (e *Engine) Check(r *Request, body *framing.Body, now time.Time) Verdict {
 		ru.m.matched.Inc()
 		if ru.Require != nil {
 			if rv, refused := ru.judge(r, body, &observed, &report); refused {
-				rv.Observed, rv.Report = observed, report
-				return rv
+				if part = part.merge(rv); part.Whole {
+					part.Observed, part.Report = observed, report
+					return *part
+				}
 			}
 			continue
 		}
@@ -113,6 +119,16 @@ func (e *Engine) Check(r *Request, body *framing.Body, now time.Time) Verdict {
 			case code == codeClusterAuthorization && ru.byTopic():
 				reason = "a request that may cover any topic (an ACL on \"*\", a prefix or a filter, every partition, an API only brokers send), under rule " + ru.Name
 			}
+			if total := producePartitions(body); len(parts) > 0 && len(parts) < total {
+				// Some partitions refused: the later rules judge the rest.
+				pv := Verdict{Outcome: Reject, Code: code, Rule: ru.Name, Reason: reason, Partitions: parts, total: total}
+				for _, p := range parts {
+					pv.Refusals = append(pv.Refusals, Refusal{Topic: p.Topic, TopicID: p.TopicID, Partition: p.Index, Code: code, Message: reason})
+				}
+				if part = part.merge(pv); !part.Whole {
+					continue
+				}
+			}
 			return Verdict{Outcome: Reject, Code: code, Rule: ru.Name, Reason: reason, Partitions: parts,
 				Observed: observed, Report: report}
 		case ru.Action == ActionThrottle && delay > v.Delay && !Exempt(r.Key):
@@ -124,8 +140,62 @@ func (e *Engine) Check(r *Request, body *framing.Body, now time.Time) Verdict {
 		e.rule(v.Rule).m.throttled.Inc()
 		e.rule(v.Rule).m.delay.Add(v.Delay.Seconds())
 	}
+	if part != nil { // the rest goes on, throttled if a rule said so
+		part.Delay = v.Delay
+		v = *part
+	}
 	v.Observed, v.Report = observed, report
 	return v
+}
+
+// merge adds a partial refusal's items to those refused so far (p, nil for
+// none) and says whether nothing is left to forward. The first refusal
+// names the verdict; an item refused twice keeps its first refusal.
+func (p *Verdict) merge(q Verdict) *Verdict {
+	if p == nil {
+		q.Whole = q.Whole || len(q.Refusals) >= q.total
+		return &q
+	}
+	seen := make(map[refusalKey]bool, len(p.Refusals))
+	for i := range p.Refusals {
+		seen[p.Refusals[i].key()] = true
+	}
+	for _, it := range q.Refusals {
+		if !seen[it.key()] {
+			seen[it.key()] = true
+			p.Refusals = append(p.Refusals, it)
+		}
+	}
+	p.Partitions = append(p.Partitions, q.Partitions...)
+	p.total = max(p.total, q.total)
+	p.Whole = q.Whole || len(p.Refusals) >= p.total
+	return p
+}
+
+// refusalKey names the item a refusal is about.
+type refusalKey struct {
+	topic     string
+	id        [16]byte
+	partition int32
+	typ       int8
+}
+
+func (r *Refusal) key() refusalKey {
+	return refusalKey{r.Topic, r.TopicID, r.Partition, r.ResourceType}
+}
+
+// producePartitions counts a produce's partitions; 0 for another request.
+func producePartitions(body *framing.Body) int {
+	req, _ := body.Request()
+	p, ok := req.(*kmsg.ProduceRequest)
+	if !ok {
+		return 0
+	}
+	n := 0
+	for _, t := range p.Topics {
+		n += len(t.Partitions)
+	}
+	return n
 }
 
 // oversize returns the partitions of a produce over the rule's batch

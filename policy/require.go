@@ -21,6 +21,7 @@ var (
 	codeInvalidRecord         = kerr.InvalidRecord.Code
 	codeInvalidGroupID        = kerr.InvalidGroupID.Code
 	codeInvalidSessionTimeout = kerr.InvalidSessionTimeout.Code
+	codeRequestTimedOut       = kerr.RequestTimedOut.Code
 )
 
 // Refusal is one item of a request a content rule refused: a topic
@@ -76,6 +77,32 @@ func (j *judgement) whole() bool { return j.code != 0 || len(j.items) >= j.total
 // refuse adds an item. Each item of a request is judged once, the first
 // broken condition naming its refusal.
 func (j *judgement) refuse(it Refusal) { j.items = append(j.items, it) }
+
+// coverDuplicates refuses every other entry of a name that was refused:
+// the request is re-framed without the name, so each of its entries must
+// come back in the answer (a broker refuses duplicates anyway). n entries
+// are named by name(i) and typ(i).
+func (j *judgement) coverDuplicates(n int, name func(int) string, typ int8) {
+	if len(j.items) == 0 {
+		return
+	}
+	first := make(map[resourceKey]int, len(j.items)) // the refusal of each name
+	for i := range j.items {
+		first[resourceKey{j.items[i].Topic, j.items[i].ResourceType}] = i
+	}
+	seen := make(map[resourceKey]int, len(j.items))
+	for i := 0; i < n; i++ {
+		k := resourceKey{name(i), typ}
+		if _, refused := first[k]; refused {
+			seen[k]++
+		}
+	}
+	for k, c := range seen {
+		for ; c > 1; c-- { // one refusal is there; the other entries get copies
+			j.items = append(j.items, j.items[first[k]])
+		}
+	}
+}
 
 // message prefixes a condition's message with the rule's name.
 func (ru *rule) message(text string) string { return "rule " + ru.Name + ": " + text }
@@ -157,7 +184,7 @@ func (ru *rule) judge(r *Request, body *framing.Body, obs *[]Violation, report *
 	}
 	ru.m.rejected.Inc()
 	v := Verdict{Outcome: Reject, Rule: ru.Name, Code: j.code, Message: j.message, Reason: j.message,
-		Refusals: j.items, Whole: j.whole()}
+		Refusals: j.items, Whole: j.whole(), total: j.total}
 	if j.code == 0 {
 		v.Code, v.Reason = j.items[0].Code, j.items[0].Message
 	}

@@ -203,6 +203,9 @@ func validateRequire(r Rule, at string) error {
 		}
 	}
 	for _, c := range conds {
+		if (c == condGroupID || c == condSessionTimeout) && len(r.Match.Topics) > 0 {
+			return fielderr.New(at+c, "the group APIs name no topic, so a rule with match.topics never selects them: it could never be met")
+		}
 		if !selectsAny(r.Match, conditionAPIs[c]) {
 			return fielderr.New(at+c, "applies to "+apiNames(conditionAPIs[c])+", and the rule selects none of them: it could never be met")
 		}

@@ -47,9 +47,13 @@ func (ru *rule) requireProduce(r *Request, q *kmsg.ProduceRequest, j *judgement)
 			continue
 		}
 		for _, p := range t.Partitions {
-			it := Refusal{Topic: string([]byte(t.Topic)), TopicID: t.TopicID, Partition: p.Partition}
+			// The name is copied only for a refusal: it outlives the frame.
+			refusal := func() Refusal {
+				return Refusal{Topic: string([]byte(t.Topic)), TopicID: t.TopicID, Partition: p.Partition}
+			}
 			switch want := c.requiredAcks(); {
 			case want == -1 && q.Acks != -1, want == 1 && q.Acks == 0:
+				it := refusal()
 				it.Code, it.Condition = codeInvalidRequiredAcks, condAcks
 				it.Message = ru.message("acks " + strconv.Itoa(int(q.Acks)) + ", must be " + c.Acks)
 				j.refuse(it)
@@ -59,6 +63,7 @@ func (ru *rule) requireProduce(r *Request, q *kmsg.ProduceRequest, j *judgement)
 				continue // nothing produced, nothing to judge
 			}
 			if cond, text := ru.judgeBatchHeaders(p.Records); text != "" {
+				it := refusal()
 				it.Code, it.Condition, it.Message = codeInvalidRecord, cond, ru.message(text)
 				if cond == condCompression {
 					it.Code = codeUnsupportedCodec
@@ -76,12 +81,20 @@ func (ru *rule) requireProduce(r *Request, q *kmsg.ProduceRequest, j *judgement)
 			}
 			var errs []RecordError
 			var cond string
-			scratch, cond, errs = ru.judgeRecords(p.Records, in, scratch)
+			var broken int
+			var transient bool
+			scratch, cond, errs, broken, transient = ru.judgeRecords(p.Records, in, scratch)
 			if len(errs) > 0 {
+				it := refusal()
 				it.Code, it.Condition, it.RecordErrors = codeInvalidRecord, cond, errs
+				if transient {
+					// Not the records' fault: the client retries, as it
+					// does a broker's timeout.
+					it.Code, it.RecordErrors = codeRequestTimedOut, nil
+				}
 				it.Message = errs[0].Message
-				if len(errs) > 1 {
-					it.Message += " (and " + strconv.Itoa(len(errs)-1) + " more records)"
+				if broken > 1 {
+					it.Message += " (and " + strconv.Itoa(broken-1) + " more records)"
 				}
 				j.refuse(it)
 			}
@@ -121,57 +134,71 @@ func (ru *rule) judgeBatchHeaders(data []byte) (cond, text string) {
 }
 
 // judgeRecords reads each record of a partition's batches and judges the
-// record conditions. A batch it cannot read (damaged, or over the record
-// path's budget) fails them closed: every record of it is refused, the
-// message saying why. It returns scratch for reuse.
-func (ru *rule) judgeRecords(data []byte, in Inflater, scratch []byte) ([]byte, string, []RecordError) {
+// record conditions, one record at a time (a batch of a million tiny
+// records costs one record's memory). A batch it cannot read (damaged, or
+// over the record path's budget) fails them closed: its partition is
+// refused, the message saying why; transient is set when only a passing
+// limit stopped the read (the decoders busy, the process's rate), which
+// the client may retry. It returns scratch for reuse, the condition
+// broken first, the record errors kept (at most maxRecordErrors) and how
+// many records broke a condition in all.
+func (ru *rule) judgeRecords(data []byte, in Inflater, scratch []byte) (out []byte, cond string, errs []RecordError, broken int, transient bool) {
 	c := ru.Require
-	var errs []RecordError
-	cond := ""
 	base := int32(0) // index of the batch's first record in the partition
-	add := func(i int32, condition, text string) {
+	add := func(i int32, condition string, text func() string) {
 		if cond == "" {
 			cond = condition
 		}
+		broken++
 		if len(errs) < maxRecordErrors {
-			errs = append(errs, RecordError{Index: i, Message: ru.message(text)})
+			errs = append(errs, RecordError{Index: i, Message: ru.message(text())})
 		}
 	}
 	records.EachBatch(data, func(b []byte) bool {
-		count := int32(binary.BigEndian.Uint32(b[records.CountOff:]))
+		count := int(int32(binary.BigEndian.Uint32(b[records.CountOff:])))
 		body := b[records.HeaderSize:]
 		if codec := records.CodecOf(b); codec != 0 {
 			var err error
 			if scratch, err = in.Inflate(scratch[:0], codec, body); err != nil {
-				add(base, c.firstRecordCondition(), "records not read ("+notRead(in, err)+"), so "+c.firstRecordCondition()+" cannot be judged")
+				first := c.firstRecordCondition()
+				transient = transientCut(in.Cut())
+				add(base, first, func() string { return "records not read (" + notRead(in, err) + "), so " + first + " cannot be judged" })
 				return false
 			}
 			body = scratch
 		}
-		recs, err := records.Records(body, int(count))
-		if err != nil {
-			add(base, c.firstRecordCondition(), "records unreadable ("+err.Error()+"), so "+c.firstRecordCondition()+" cannot be judged")
-			return false
-		}
-		for i := range recs {
-			rec := &recs[i]
+		err := records.EachRecord(body, count, func(i int, rec *kmsg.Record) bool {
 			at := base + int32(i)
-			idx := "record " + strconv.Itoa(int(at))
 			switch {
 			case c.RecordKey && rec.Key == nil:
-				add(at, condRecordKey, "record_key: "+idx+" has a null key")
+				add(at, condRecordKey, func() string { return "record_key: record " + strconv.Itoa(int(at)) + " has a null key" })
 			case c.MaxRecordBytes > 0 && int(rec.Length) > c.MaxRecordBytes:
-				add(at, condMaxRecordBytes, "max_record_bytes: "+idx+" is "+strconv.Itoa(int(rec.Length))+" bytes, above max "+strconv.Itoa(c.MaxRecordBytes))
+				n := rec.Length
+				add(at, condMaxRecordBytes, func() string {
+					return "max_record_bytes: record " + strconv.Itoa(int(at)) + " is " + strconv.Itoa(int(n)) + " bytes, above max " + strconv.Itoa(c.MaxRecordBytes)
+				})
 			default:
 				if h := missingHeader(rec, c.Headers); h != "" {
-					add(at, condHeaders, "headers: "+idx+" lacks header "+h)
+					add(at, condHeaders, func() string { return "headers: record " + strconv.Itoa(int(at)) + " lacks header " + h })
 				}
 			}
+			return true
+		})
+		if err != nil {
+			first := c.firstRecordCondition()
+			add(base, first, func() string { return "records unreadable (" + err.Error() + "), so " + first + " cannot be judged" })
+			return false
 		}
-		base += count
+		base += int32(count)
 		return true
 	})
-	return scratch, cond, errs
+	return scratch, cond, errs, broken, transient
+}
+
+// transientCut reports the record path's limits that pass with time:
+// every decoder busy, the process's bytes per second spent.
+func transientCut(cut string) bool {
+	return cut == "decoders_busy" || cut == "max_decompressed_bytes_per_second"
 }
 
 // firstRecordCondition names the record condition a batch that could not

@@ -34,6 +34,7 @@ func TestRequireValidate(t *testing.T) {
 		{Rule{Name: "r", Action: ActionThrottle, Limits: Limits{RequestsPerSecond: 1}, Require: &Require{Acks: "all"}}, "put require and limits in separate rules"},
 		{Rule{Name: "r", Action: ActionReject, Match: Selector{ExceptAPIs: []string{"Produce"}}, Require: &Require{Acks: "all"}}, "applies to Produce"},
 		{Rule{Name: "r", Action: ActionLog, Require: &Require{Acks: "all", GroupID: "team-*"}}, ""}, // every API selected
+		{Rule{Name: "r", Action: ActionReject, Match: Selector{Topics: []string{"orders.*"}}, Require: &Require{GroupID: "team-*"}}, "require.group_id: the group APIs name no topic"},
 	}
 	for i, c := range cases {
 		err := Config{Rules: []Rule{c.rule}}.Validate()
@@ -148,5 +149,84 @@ func TestRequireHostileManyTopics(t *testing.T) {
 	t.Logf("frame %d bytes; judging and stripping allocated %d bytes (%.1f per frame byte)", frame, alloc, float64(alloc)/float64(frame))
 	if alloc > uint64(16*frame) {
 		t.Errorf("allocated %d bytes for a %d-byte frame: more than 16 per byte", alloc, frame)
+	}
+}
+
+// A partial refusal leaves the rest of the request to the rules after
+// it: one bad topic never carries a denied one past an access rule, nor
+// a produce past a rate.
+func TestRequirePartialKeepsLaterRules(t *testing.T) {
+	e, _ := newEngine(t,
+		Rule{Name: "min3", Action: ActionReject, Match: Selector{APIs: []string{"CreateTopics"}},
+			Require: &Require{Partitions: &Range{Min: n64(3)}}},
+		Rule{Name: "deny-secret", Action: ActionReject, Match: Selector{Topics: []string{"secret.*"}}})
+	req := kmsg.NewPtrCreateTopicsRequest()
+	for _, tp := range []struct {
+		name  string
+		parts int32
+	}{{"bad", 1}, {"secret.x", 6}} {
+		x := kmsg.NewCreateTopicsRequestTopic()
+		x.Topic, x.NumPartitions, x.ReplicationFactor = tp.name, tp.parts, 1
+		req.Topics = append(req.Topics, x)
+	}
+	if v := request(t, req, "c").check(e, t0); v.Outcome != Reject || v.Rule != "deny-secret" || len(v.Refusals) != 0 {
+		t.Fatalf("verdict %+v, want the whole request refused by deny-secret", v)
+	}
+
+	e, _ = newEngine(t,
+		Rule{Name: "rate", Action: ActionThrottle, Match: Selector{APIs: []string{"Produce"}}, Limits: Limits{RequestsPerSecond: 1, Key: "connection"}},
+		Rule{Name: "acks", Action: ActionReject, Match: Selector{APIs: []string{"Produce"}, Topics: []string{"orders.*"}},
+			Require: &Require{Acks: "all"}})
+	conn := &ConnState{}
+	var last Verdict
+	for i := 0; i < 3; i++ {
+		c := request(t, produce("orders.a", "other"), "c")
+		c.r.Conn = conn
+		last = c.check(e, t0)
+		if last.Outcome != Reject || last.Whole || len(last.Refusals) != 1 || last.Refusals[0].Topic != "orders.a" {
+			t.Fatalf("request %d: %+v, want orders.a refused and other forwarded", i, last)
+		}
+	}
+	if last.Delay <= 0 {
+		t.Fatalf("the forwarded rest was never throttled: %+v", last)
+	}
+}
+
+// NaN is no number within bounds.
+func TestRequireConfigNaN(t *testing.T) {
+	ru := &rule{Rule: Rule{Name: "r", Require: &Require{Configs: map[string]ConfigRule{"min.cleanable.dirty.ratio": {Max: n64(1)}}}}}
+	if _, text := ru.judgeConfig("min.cleanable.dirty.ratio", "NaN"); text == "" {
+		t.Fatal("NaN passed a max")
+	}
+}
+
+// A name given twice, refused once, is refused for both entries: the
+// request goes on without the name, and the answer has every entry.
+func TestRequireDuplicateNames(t *testing.T) {
+	e, _ := newEngine(t, Rule{Name: "min3", Action: ActionReject, Match: Selector{APIs: []string{"CreateTopics"}},
+		Require: &Require{Partitions: &Range{Min: n64(3)}}})
+	req := kmsg.NewPtrCreateTopicsRequest()
+	req.Version = 5
+	for _, tp := range []struct {
+		name  string
+		parts int32
+	}{{"a", 1}, {"a", 6}, {"b", 6}} {
+		x := kmsg.NewCreateTopicsRequestTopic()
+		x.Topic, x.NumPartitions, x.ReplicationFactor = tp.name, tp.parts, 1
+		req.Topics = append(req.Topics, x)
+	}
+	c := request(t, req, "c")
+	v := c.check(e, t0)
+	if v.Outcome != Reject || v.Whole || len(v.Refusals) != 2 || v.Refusals[0].Topic != "a" || v.Refusals[1].Topic != "a" {
+		t.Fatalf("verdict %+v, want both entries of a refused", v)
+	}
+	q, _ := c.body.Request()
+	raw := kmsg.NewRequestFormatter().AppendRequest(nil, req, 1)
+	out := WithoutRefused(raw, c.body.Header(), q, v.Refusals)
+	fwd := kmsg.NewPtrCreateTopicsRequest()
+	fwd.Version = 5
+	h := c.body.Header()
+	if err := fwd.ReadFrom(out[h.BodyOffset:]); err != nil || len(fwd.Topics) != 1 || fwd.Topics[0].Topic != "b" {
+		t.Fatalf("forwarded %+v (%v), want b alone", fwd.Topics, err)
 	}
 }

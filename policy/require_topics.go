@@ -54,6 +54,7 @@ func (ru *rule) requireCreateTopics(q *kmsg.CreateTopicsRequest, j *judgement) {
 			j.refuse(Refusal{Topic: string([]byte(t.Topic)), Code: codePolicyViolation, Condition: cond, Message: ru.message(text)})
 		}
 	}
+	j.coverDuplicates(len(q.Topics), func(i int) string { return q.Topics[i].Topic }, 0)
 }
 
 func (ru *rule) requireCreatePartitions(q *kmsg.CreatePartitionsRequest, j *judgement) {
@@ -70,6 +71,7 @@ func (ru *rule) requireCreatePartitions(q *kmsg.CreatePartitionsRequest, j *judg
 			j.refuse(Refusal{Topic: string([]byte(t.Topic)), Code: codePolicyViolation, Condition: condPartitions, Message: ru.message(text)})
 		}
 	}
+	j.coverDuplicates(len(q.Topics), func(i int) string { return q.Topics[i].Topic }, 0)
 }
 
 func (ru *rule) requireAlterConfigs(q *kmsg.AlterConfigsRequest, j *judgement) {
@@ -90,6 +92,12 @@ func (ru *rule) requireAlterConfigs(q *kmsg.AlterConfigsRequest, j *judgement) {
 			}
 		}
 	}
+	j.coverDuplicates(len(q.Resources), func(i int) string {
+		if int8(q.Resources[i].ResourceType) != topicResource {
+			return "\x00" // no topic name: resources of other types are not judged
+		}
+		return q.Resources[i].ResourceName
+	}, topicResource)
 }
 
 func (ru *rule) requireIncrementalAlterConfigs(q *kmsg.IncrementalAlterConfigsRequest, j *judgement) {
@@ -112,6 +120,12 @@ func (ru *rule) requireIncrementalAlterConfigs(q *kmsg.IncrementalAlterConfigsRe
 			}
 		}
 	}
+	j.coverDuplicates(len(q.Resources), func(i int) string {
+		if int8(q.Resources[i].ResourceType) != topicResource {
+			return "\x00" // no topic name: resources of other types are not judged
+		}
+		return q.Resources[i].ResourceName
+	}, topicResource)
 }
 
 // judgeConfig judges one config value; "" when it meets the rule or the
@@ -132,7 +146,7 @@ func (ru *rule) judgeConfig(name, value string) (cond, text string) {
 		return "", ""
 	}
 	n, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
-	if err != nil {
+	if err != nil || math.IsNaN(n) {
 		return cond, what + " is not a number"
 	}
 	if n == -1 && unlimitedAtMinusOne(name) {

@@ -55,6 +55,8 @@ type Verdict struct {
 	// per rule being bounded.
 	Observed []Violation
 	Report   bool
+	// total is how many items the request has, for Whole.
+	total int
 }
 
 // Request is what the engine sees of a request.

@@ -74,9 +74,9 @@ func TestGovernanceProduceFranz(t *testing.T) {
 		{"null key", rec("", okValue, goodHeaders), nil, kerr.InvalidRecord},
 		{"big record", rec("k", make([]byte, 8000), goodHeaders), nil, kerr.InvalidRecord},
 		{"no traceparent", rec("k", okValue, nil), nil, kerr.InvalidRecord},
-		// Over the record path's budget (1 MiB inflated by default), the
-		// records cannot be judged: the rule fails closed.
-		{"over budget", rec("k", make([]byte, 2<<20), goodHeaders), nil, kerr.InvalidRecord},
+		// A 2 MiB record (lz4 shrinks it to almost nothing) is read and
+		// judged: over max_record_bytes.
+		{"inflated big record", rec("k", make([]byte, 2<<20), goodHeaders), nil, kerr.InvalidRecord},
 	}
 	for _, c := range cases {
 		if err := franzProduce(t, env, c.r, c.opts...); !errors.Is(err, c.code) {
@@ -93,7 +93,7 @@ func TestGovernanceProduceFranz(t *testing.T) {
 	if got := consumeAll(t, env, "orders.eu"); got != 1 {
 		t.Errorf("orders.eu holds %d records, want the 1 within the rule", got)
 	}
-	for cond, want := range map[string]float64{"acks": 1, "idempotent": 1, "compression": 2, "record_key": 2, "max_record_bytes": 1, "headers": 1} {
+	for cond, want := range map[string]float64{"acks": 1, "idempotent": 1, "compression": 2, "record_key": 1, "max_record_bytes": 2, "headers": 1} {
 		if got := violations(t, ps, "producer-standards", cond); got < want {
 			t.Errorf("violations{%s} = %v, want at least %v", cond, got, want)
 		}
@@ -301,5 +301,45 @@ func TestGovernanceAcksZeroCloses(t *testing.T) {
 	resp := ask(t, c2, ok, 2).(*kmsg.ProduceResponse)
 	if code := resp.Topics[0].Partitions[0].ErrorCode; code != 0 {
 		t.Fatalf("acks=1 under acks: 1: code %d", code)
+	}
+}
+
+// A batch past the record path's budget cannot be judged: the rule fails
+// closed for that partition, saying why, and the partitions read within
+// it are judged and written.
+func TestGovernanceRecordBudgetFailsClosed(t *testing.T) {
+	env := startKfake(t, []kfake.Opt{kfake.SeedTopics(5, "bomb")})
+	applyPolicies(t, env, policy.Rule{Name: "traced", Action: policy.ActionReject,
+		Match: policy.Selector{APIs: []string{"Produce"}}, Require: &policy.Require{Headers: []string{"traceparent"}}})
+	// Five partitions of a record of a little over 16 MiB each: three fit
+	// the 64 MiB a rule may inflate for one request; the fourth is cut
+	// at the budget and the fifth is not opened.
+	c := dialRaw(t, env.addr)
+	defer c.Close()
+	if _, err := c.Write(bombRequest(t, zstdBombBatch(t), 5, 3)); err != nil {
+		t.Fatal(err)
+	}
+	c.SetReadDeadline(time.Now().Add(30 * time.Second))
+	f, err := readFrame(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp := decodeResponse(t, f, 0, 9).(*kmsg.ProduceResponse)
+	codes := map[int32]kmsg.ProduceResponseTopicPartition{}
+	for _, rt := range resp.Topics {
+		for _, rp := range rt.Partitions {
+			codes[rp.Partition] = rp
+		}
+	}
+	for p := int32(0); p < 3; p++ {
+		if codes[p].ErrorCode != 0 {
+			t.Errorf("partition %d within the budget: code %d", p, codes[p].ErrorCode)
+		}
+	}
+	for _, p := range []int32{3, 4} {
+		if c := codes[p]; c.ErrorCode != kerr.InvalidRecord.Code || c.ErrorMessage == nil ||
+			!strings.Contains(*c.ErrorMessage, "records not read (over the record path's max_decompressed_bytes), so headers cannot be judged") {
+			t.Errorf("partition %d past the budget: %+v, want INVALID_RECORD saying why", p, c)
+		}
 	}
 }

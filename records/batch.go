@@ -78,10 +78,42 @@ func Decode(raw, scratch []byte, limit int) (Batch, []byte, error) {
 // them. The records point into body.
 func Records(body []byte, count int) ([]kmsg.Record, error) { return decodeRecords(body, count) }
 
+// EachRecord reads count records from an uncompressed records section
+// one at a time into the same Record, so that judging a batch costs one
+// record's memory whatever it holds; fn returns false to stop. The
+// section must hold exactly count records. The record (its key, value
+// and header slices) is valid only during fn.
+func EachRecord(body []byte, count int, fn func(i int, r *kmsg.Record) bool) error {
+	if count < 0 || count > len(body)/7 {
+		return ErrRecords
+	}
+	var rec kmsg.Record
+	for i := 0; i < count; i++ {
+		n, k := binary.Varint(body)
+		if k <= 0 || n < 0 || int64(len(body)-k) < n {
+			return ErrRecords
+		}
+		one := body[:k+int(n)]
+		headers := rec.Headers[:0]
+		rec = kmsg.Record{Headers: headers}
+		if err := rec.ReadFrom(one); err != nil {
+			return fmt.Errorf("%w: record %d: %v", ErrRecords, i, err)
+		}
+		if !fn(i, &rec) {
+			return nil
+		}
+		body = body[len(one):]
+	}
+	if len(body) != 0 {
+		return ErrRecords
+	}
+	return nil
+}
+
 // decodeRecords reads count records from an uncompressed records
 // section, which they must fill exactly.
 func decodeRecords(body []byte, count int) ([]kmsg.Record, error) {
-	if count > len(body)/7 { // a record takes at least 7 bytes
+	if count < 0 || count > len(body)/7 { // a record takes at least 7 bytes
 		return nil, ErrRecords
 	}
 	recs := make([]kmsg.Record, count)

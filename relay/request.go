@@ -95,7 +95,8 @@ func (s *Session) Request(frame []byte, up *Batch, mayWait bool) error {
 		pr := policy.Request{Key: h.APIKey, Version: h.APIVersion, ClientID: s.clientID,
 			Bytes: len(frame), Topics: s.env.Topics, Conn: &s.conn, Listener: s.env.Listener}
 		if h.APIKey == framing.KeyProduce && eng.ReadsRecords() {
-			pr.Records = s.env.Tracer.RecordBudget() // never on the poller: RequestsInline
+			s.env.Tracer.InitRecordBudget(&s.budget) // never on the poller: RequestsInline
+			pr.Records = &s.budget
 		}
 		v := eng.Check(&pr, &body, e.Start)
 		if len(v.Observed) > 0 {
@@ -119,6 +120,11 @@ func (s *Session) Request(frame []byte, up *Batch, mayWait bool) error {
 				e.Amend = func(resp []byte) []byte {
 					return policy.WithRefusals(resp, h.APIKey, h.APIVersion, items)
 				}
+				if v.Delay > 0 { // a later rule throttles what goes on
+					span.Policy(v.Rule, "throttle", "the rest of a partly refused request, throttled")
+					e.Throttle = v.Delay
+					s.mutedUntil = e.Start.Add(v.Delay).UnixNano()
+				}
 				break
 			}
 			if part := partial(&body, v); part != nil {
@@ -133,11 +139,8 @@ func (s *Session) Request(frame []byte, up *Batch, mayWait bool) error {
 				break
 			}
 			withSpan(&e, span)
-			err := s.answer(&body, e, v, up, mayWait)
-			if err != ErrWouldWait { // else the frame is relayed again, where it may wait
-				s.auditRefusal(ap, h, &body, v, true)
-			}
-			return err
+			s.auditRefusal(ap, h, &body, v, true)
+			return s.answer(&body, e, v, up, mayWait)
 		case policy.Throttle:
 			span.Policy(v.Rule, "throttle", v.Reason)
 			e.Throttle = v.Delay
@@ -165,9 +168,7 @@ func (s *Session) Request(frame []byte, up *Batch, mayWait bool) error {
 	withAudit(&e, ap)
 	id, err := s.push(e, up, mayWait)
 	if err != nil {
-		if err != ErrWouldWait { // else the frame is relayed again, and audited then
-			ap.Unknown()
-		}
+		ap.Unknown() // not sent, or sent and never to be answered here
 		s.env.Tracer.Fail(span, "kproxy.connection_closed")
 		return err
 	}

@@ -59,6 +59,9 @@ type Session struct {
 	mutedUntil int64
 	rules      *policy.Engine
 	in         tally // the requests of the batch being relayed
+	// budget bounds what the record conditions of the request being
+	// judged inflate, reset for each one.
+	budget tracing.RecordBudget
 	// reauth re-authenticates the upstream connection from reauthAt
 	// (unix nanoseconds; 0: never), read by a driver's runner too.
 	reauth   Reauth

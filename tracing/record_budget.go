@@ -1,25 +1,23 @@
 package tracing
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
-// RecordBudget is one request's share of the record path's bounds
-// (tracing.links.max_decompressed_bytes, _batches and _per_second, and
-// the process's inflation slots) for a reader other than the tracer:
-// policy's record conditions. Both read through the same bounds, so a
-// rule cannot be made to inflate what tracing would refuse to.
+// RecordBudget is one request's share of the record path's bounds for a
+// reader other than the tracer: policy's record conditions. They share
+// its mechanism (the process's inflation slots and
+// tracing.links.max_decompressed_bytes_per_second), so rules and tracing
+// together inflate no more than that rate; but a rule must read every
+// legitimate produce, which links may skip, so its bytes per request are
+// at least ruleMinBytes and its batches are bounded only by the frame.
 type RecordBudget struct{ b inflateBudget }
 
-// RecordBudget starts one request's budget. It works with tracing off:
-// the bounds are the tracing.links settings, defaults included.
-func (t *Tracer) RecordBudget() *RecordBudget {
-	if t == nil {
-		d := Defaults().Links
-		return &RecordBudget{inflateBudget{bytes: d.MaxDecompressedBytes, batches: d.MaxDecompressedBatches, wait: slotWait}}
-	}
-	b := t.newBudget()
-	b.wait = slotWait
-	return &RecordBudget{*b}
-}
+// ruleMinBytes is the least a rule may inflate for one request: 64 MiB,
+// far over what a producer's default 1 MiB request inflates to, and with
+// one inflation at a time per two CPUs, a bound on the memory they take.
+const ruleMinBytes = 64 << 20
 
 // slotWait is how long a rule's record read waits for an inflation slot:
 // failing a producer's batch because another request was inflating at
@@ -27,9 +25,31 @@ func (t *Tracer) RecordBudget() *RecordBudget {
 // rules where it may wait (never on the poller).
 const slotWait = 2 * time.Second
 
+// RecordBudget starts one request's budget; it works with tracing off.
+func (t *Tracer) RecordBudget() *RecordBudget {
+	b := &RecordBudget{}
+	t.InitRecordBudget(b)
+	return b
+}
+
+// InitRecordBudget resets b for a new request, so a session can keep one
+// and judge request after request without allocating.
+func (t *Tracer) InitRecordBudget(b *RecordBudget) {
+	if t == nil {
+		d := Defaults().Links
+		b.b = inflateBudget{bytes: d.MaxDecompressedBytes}
+	} else {
+		b.b = *t.newBudget()
+	}
+	b.b.bytes = max(b.b.bytes, ruleMinBytes)
+	b.b.batches = math.MaxInt32
+	b.b.wait = slotWait
+}
+
 // Inflate appends a compressed batch's records section to dst. Past the
-// budget it fails with records.ErrOverBudget; when the budget allows no
-// more batches or no slot is free, with an error naming the limit (Cut).
+// budget it fails with records.ErrOverBudget; when no slot came free in
+// time or the process's rate is spent, with an error naming the limit
+// (Cut).
 func (r *RecordBudget) Inflate(dst []byte, codec int, data []byte) ([]byte, error) {
 	return r.b.inflate(dst, codec, data)
 }
