@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kproxy/kproxy/internal/batchtest"
 )
 
 func n64(n int64) *int64 { return &n }
@@ -228,5 +230,38 @@ func TestRequireDuplicateNames(t *testing.T) {
 	h := c.body.Header()
 	if err := fwd.ReadFrom(out[h.BodyOffset:]); err != nil || len(fwd.Topics) != 1 || fwd.Topics[0].Topic != "b" {
 		t.Fatalf("forwarded %+v (%v), want b alone", fwd.Topics, err)
+	}
+}
+
+// Record conditions read one record at a time: an uncompressed batch of
+// 200,000 tiny records is judged in memory far below its own size, and
+// only the kept record errors get messages.
+func TestRequireRecordsOneAtATime(t *testing.T) {
+	e, _ := newEngine(t, Rule{Name: "keys", Action: ActionReject, Match: Selector{APIs: []string{"Produce"}},
+		Require: &Require{RecordKey: true}})
+	recs := make([]kmsg.Record, 200_000)
+	for i := range recs {
+		recs[i] = kmsg.Record{Value: []byte("v")} // keyless: every one breaks the rule
+	}
+	req := produce("t")
+	req.Topics[0].Partitions[0].Records = batchtest.PlainBatch(recs...)
+	c := request(t, req, "c")
+	if _, err := c.body.Request(); err != nil {
+		t.Fatal(err)
+	}
+	frame := len(req.Topics[0].Partitions[0].Records)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	v := c.check(e, t0)
+	runtime.ReadMemStats(&after)
+	if v.Outcome != Reject || len(v.Refusals) != 1 || len(v.Refusals[0].RecordErrors) != maxRecordErrors ||
+		!strings.HasSuffix(v.Refusals[0].Message, "(and 199999 more records)") {
+		t.Fatalf("verdict %+v", v)
+	}
+	alloc := after.TotalAlloc - before.TotalAlloc
+	t.Logf("a %d-byte batch of %d records judged in %d bytes", frame, len(recs), alloc)
+	if alloc > uint64(frame/4) {
+		t.Errorf("judging allocated %d bytes for a %d-byte batch", alloc, frame)
 	}
 }
