@@ -251,3 +251,23 @@ func (p *Pending) finish() {
 	p.log.pending.Add(-int64(p.charged))
 	p.log.enqueue(p.b.ln, p.b.cost, p.refusal)
 }
+
+// NameTopic gives the resources a request named only by topic id (Produce
+// v13+) the name kproxy learnt for that id, so the line can be found by
+// name.
+func (p *Pending) NameTopic(id [16]byte, name string) {
+	if p == nil || name == "" {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.done {
+		return
+	}
+	want := uuid(id)
+	for i := range p.b.ln.Resources {
+		if r := &p.b.ln.Resources[i]; r.Type == "topic" && r.Name == "" && r.ID == want {
+			r.Name = p.b.str(name)
+		}
+	}
+}

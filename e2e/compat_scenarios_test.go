@@ -26,6 +26,12 @@ type scenario struct {
 	// stitch cells produce through one kproxy and consume through
 	// another, checking the trace in Jaeger (compat_stitch_test.go).
 	stitch bool
+	// governance cells go through a kproxy with require rules and the
+	// audit log on (compat_governance_test.go).
+	governance bool
+	// narrow, when set, is what a cell of the library leaves out of the
+	// scenario for something it lacks: the cell's note when it passes.
+	narrow func(d kclients.Driver) string
 	// apis must each have passed through kproxy during the proxied run:
 	// proof that the client did the scenario's work through kproxy.
 	apis []string
@@ -44,6 +50,14 @@ func (s scenario) unsupported(d kclients.Driver) string {
 		}
 	}
 	return ""
+}
+
+// narrowed is the note of a passed cell of s with d: what it left out.
+func (s scenario) narrowed(d kclients.Driver) string {
+	if s.narrow == nil {
+		return ""
+	}
+	return s.narrow(d)
 }
 
 // compatScenarios are the matrix columns, in order.
@@ -65,6 +79,7 @@ var compatScenarios = []scenario{
 	{name: "sasl-origination", origination: true},
 	{name: "trace-stitch", stitch: true, apis: []string{"Produce"}, run: (*cell).traceStitch},
 	{name: "admin", apis: []string{"CreateTopics", "DeleteTopics"}, needs: []kclients.Feature{kclients.Admin}, core: true, run: (*cell).admin},
+	{name: "governance", governance: true, apis: []string{"Produce", "Fetch"}, needs: []kclients.Feature{kclients.Acks1}, narrow: governanceNote, run: (*cell).governanceCell},
 	{name: "perf-tools", apis: []string{"Produce", "Fetch"}, needs: []kclients.Feature{kclients.PerfTools}, run: (*cell).perf},
 }
 

@@ -15,9 +15,11 @@
 // written to COMPAT.md; its cluster column runs on a three-node cluster
 // behind a kproxy in cluster mode; its sasl-origination column runs every
 // library without credentials through kproxies that authenticate and
-// re-authenticate to the broker for it), the fault tests restart kproxy and
-// the broker under a producer and drop clients mid-request,
-// TestClusterBrokerRestart stops and starts a broker of the cluster under
-// a producer behind kproxy in cluster mode, and TestSpansReachJaeger
-// follows kproxy's spans into Jaeger.
+// re-authenticate to the broker for it; its governance column runs every
+// library through a kproxy with policy require rules and the audit log
+// on, and checks the refusals and the log against the broker), the fault
+// tests restart kproxy and the broker under a producer and drop clients
+// mid-request, TestClusterBrokerRestart stops and starts a broker of the
+// cluster under a producer behind kproxy in cluster mode, and
+// TestSpansReachJaeger follows kproxy's spans into Jaeger.
 package e2e

@@ -148,7 +148,8 @@ func TestAuditChanges(t *testing.T) {
 	if strings.Contains(string(raw), secret) {
 		t.Fatalf("the audit log holds a password:\n%s", raw)
 	}
-	if p := byAPI["Produce"]; len(p.Resources) == 0 || p.Resources[0].Outcome != "INVALID_RECORD" || p.Resources[0].Rule != "producer-standards" {
+	if p := byAPI["Produce"]; len(p.Resources) != 1 || p.Resources[0].Outcome != "INVALID_RECORD" || p.Resources[0].Rule != "producer-standards" ||
+		p.Resources[0].Name != "orders.x" { // named by id in Produce v13: the line has the name kproxy learnt
 		t.Errorf("refused produce line %+v", p)
 	}
 	if strings.Contains(string(raw), string(okValue[:20])) {

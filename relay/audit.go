@@ -7,6 +7,8 @@
 package relay
 
 import (
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	"github.com/kproxy/kproxy/audit"
 	"github.com/kproxy/kproxy/correlate"
 	"github.com/kproxy/kproxy/framing"
@@ -36,6 +38,13 @@ func (s *Session) auditRefusal(p *audit.Pending, h framing.RequestHeader, body *
 	if p == nil {
 		req, _ := body.Request()
 		p = s.env.Audit.BeginRefusal(s.auditConn(h), h.APIKey, h.APIVersion, req)
+		if pr, ok := req.(*kmsg.ProduceRequest); ok { // v13+ names topics by id
+			for i := range pr.Topics {
+				if pr.Topics[i].Topic == "" {
+					p.NameTopic(pr.Topics[i].TopicID, s.env.Topics.Name(pr.Topics[i].TopicID))
+				}
+			}
+		}
 	}
 	for i := range v.Refusals {
 		it := &v.Refusals[i]

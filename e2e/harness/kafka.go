@@ -71,10 +71,12 @@ func Java(t testing.TB) string {
 }
 
 // Kafka is a single-node KRaft Apache Kafka broker on 127.0.0.1 with
-// thirteen listeners: DIRECT and DIRECTSASL advertise their own address (the
-// control path), PROXIED and PROXIEDSASL advertise kproxy's address, as a
-// sidecar deployment does, so clients that bootstrap through kproxy stay
-// behind it; TLS holds the six listeners of the TLS cells.
+// fourteen listeners (and those of WithOrigination): DIRECT and
+// DIRECTSASL advertise their own address (the control path), PROXIED and
+// PROXIEDSASL advertise kproxy's address, as a sidecar deployment does,
+// so clients that bootstrap through kproxy stay behind it; the stitch and
+// governance listeners advertise the addresses of those columns' kproxies;
+// TLS holds the six listeners of the TLS cells.
 type Kafka struct {
 	*Proc
 	Version string
@@ -94,6 +96,11 @@ type Kafka struct {
 	// a broker-pod sidecar of its own listener.
 	StitchProduce, StitchConsume           string
 	ProxyStitchProduce, ProxyStitchConsume string
+
+	// Governance is a PLAINTEXT listener advertised as ProxyGovernance,
+	// where the governance cells' kproxy (policy require rules and the
+	// audit log) listens.
+	Governance, ProxyGovernance string
 
 	TLS KafkaTLS
 	// Origination holds the sasl-origination cells' listeners, one slot
@@ -158,7 +165,7 @@ func WithOrigination(slots int) KafkaOption {
 
 func startKafka(t testing.TB, version string, o kafkaOptions) (*Kafka, error) {
 	t.Helper()
-	p := FreePorts(t, 11+kafkaTLSPorts+o.originationSlots*originationPortsPerSlot)
+	p := FreePorts(t, 13+kafkaTLSPorts+o.originationSlots*originationPortsPerSlot)
 	k := &Kafka{
 		Version:       version,
 		Libs:          KafkaLibs(t, version),
@@ -175,7 +182,9 @@ func startKafka(t testing.TB, version string, o kafkaOptions) (*Kafka, error) {
 		StitchConsume:      fmt.Sprintf("127.0.0.1:%d", p[8+kafkaTLSPorts]),
 		ProxyStitchProduce: fmt.Sprintf("127.0.0.1:%d", p[9+kafkaTLSPorts]),
 		ProxyStitchConsume: fmt.Sprintf("127.0.0.1:%d", p[10+kafkaTLSPorts]),
-		Origination:        newKafkaOrigination(p[11+kafkaTLSPorts:]),
+		Governance:         fmt.Sprintf("127.0.0.1:%d", p[11+kafkaTLSPorts]),
+		ProxyGovernance:    fmt.Sprintf("127.0.0.1:%d", p[12+kafkaTLSPorts]),
+		Origination:        newKafkaOrigination(p[13+kafkaTLSPorts:]),
 		dir:                t.TempDir(),
 	}
 	props := filepath.Join(k.dir, "server.properties")
@@ -352,6 +361,7 @@ func (k *Kafka) properties(t testing.TB) string {
 		{"PROXIEDSASL", k.ProxiedSASL, k.ProxySASLAddr, "SASL_PLAINTEXT"},
 		{"STITCHPRODUCE", k.StitchProduce, k.ProxyStitchProduce, "PLAINTEXT"},
 		{"STITCHCONSUME", k.StitchConsume, k.ProxyStitchConsume, "PLAINTEXT"},
+		{"GOVERNANCE", k.Governance, k.ProxyGovernance, "PLAINTEXT"},
 	}, append(k.TLS.listeners(), k.Origination.listeners()...)...)
 	var listeners, advertised, protocols []string
 	for _, l := range ls {

@@ -116,9 +116,11 @@ func (d Confluent) Produce(ctx context.Context, o ProduceOpts, recs []Record) (e
 	}
 	cfg["compression.type"] = compression
 	cfg["linger.ms"] = 5
-	cfg["acks"] = "all"
-	if o.Acks == "0" {
-		cfg["acks"] = "0"
+	switch o.Acks {
+	case "all", "1", "0":
+		cfg["acks"] = o.Acks
+	default:
+		return fmt.Errorf("confluent-kafka-go: unknown acks %q", o.Acks)
 	}
 	cfg["enable.idempotence"] = o.Idempotent || o.TransactionalID != ""
 	if o.TransactionalID != "" {
@@ -315,28 +317,41 @@ func (d Confluent) Consume(ctx context.Context, o ConsumeOpts) ([]Delivered, err
 	return got, err
 }
 
-func (d Confluent) Admin(ctx context.Context, o AdminOpts) (err error) {
+// admin is an admin client on c with its log, and its closer.
+func (d Confluent) admin(c Conn) (*kafka.AdminClient, *rdLog, func(), error) {
 	log := newRDLog()
-	defer func() { err = log.wrap(err) }()
-	cfg, err := d.config(o.Conn, log)
+	cfg, err := d.config(c, log)
 	if err != nil {
-		return err
+		log.close()
+		return nil, nil, nil, err
 	}
 	// An admin client of its own takes no log channel: derive it from a
 	// producer, which does.
 	p, err := kafka.NewProducer(&cfg)
 	if err != nil {
-		return err
+		log.close()
+		return nil, nil, nil, err
 	}
-	defer func() {
+	a, err := kafka.NewAdminClientFromProducer(p)
+	if err != nil {
 		p.Close()
 		log.close()
-	}()
-	a, err := kafka.NewAdminClientFromProducer(p)
+		return nil, nil, nil, err
+	}
+	return a, log, func() {
+		a.Close()
+		p.Close()
+		log.close()
+	}, nil
+}
+
+func (d Confluent) Admin(ctx context.Context, o AdminOpts) (err error) {
+	a, log, done, err := d.admin(o.Conn)
 	if err != nil {
 		return err
 	}
-	defer a.Close()
+	defer done()
+	defer func() { err = log.wrap(err) }()
 	rs, err := a.CreateTopics(ctx, []kafka.TopicSpecification{{Topic: o.Topic, NumPartitions: o.Partitions, ReplicationFactor: 1}},
 		kafka.SetAdminOperationTimeout(30*time.Second))
 	if err == nil && len(rs) == 1 && rs[0].Error.Code() != kafka.ErrNoError {
@@ -375,6 +390,42 @@ func (d Confluent) Admin(ctx context.Context, o AdminOpts) (err error) {
 		_, ok := md.Topics[o.Topic]
 		return ok, nil
 	})
+}
+
+func (d Confluent) CreateTopic(ctx context.Context, c Conn, topic string, partitions int) error {
+	a, _, done, err := d.admin(c)
+	if err != nil {
+		return err
+	}
+	defer done()
+	rs, err := a.CreateTopics(ctx, []kafka.TopicSpecification{{Topic: topic, NumPartitions: partitions, ReplicationFactor: 1}},
+		kafka.SetAdminOperationTimeout(30*time.Second))
+	return confluentTopicErr(rs, err)
+}
+
+func (d Confluent) DeleteTopic(ctx context.Context, c Conn, topic string) error {
+	a, _, done, err := d.admin(c)
+	if err != nil {
+		return err
+	}
+	defer done()
+	rs, err := a.DeleteTopics(ctx, []string{topic}, kafka.SetAdminOperationTimeout(30*time.Second))
+	return confluentTopicErr(rs, err)
+}
+
+// confluentTopicErr is the one topic's result: librdkafka's error string
+// for it (the broker's message when it sent one) after the code's
+// description and number.
+func confluentTopicErr(rs []kafka.TopicResult, err error) error {
+	switch {
+	case err != nil:
+		return err
+	case len(rs) != 1:
+		return fmt.Errorf("%d topic results, want 1", len(rs))
+	case rs[0].Error.Code() == kafka.ErrNoError:
+		return nil
+	}
+	return fmt.Errorf("%s (code %d): %w", rs[0].Error.Code(), int(rs[0].Error.Code()), rs[0].Error)
 }
 
 func confluentTraceparent(hs []kafka.Header) string {

@@ -58,7 +58,7 @@ type Conn struct {
 type ProduceOpts struct {
 	Conn
 	Topic       string
-	Acks        string // "all" or "0"
+	Acks        string // "all", "1" or "0"
 	Compression string // "none", "gzip", "snappy", "lz4" or "zstd"
 	Idempotent  bool
 	// TransactionalID, when set, makes the producer transactional: it
@@ -135,6 +135,7 @@ const (
 	LZ4          Feature = "lz4"
 	Zstd         Feature = "zstd"
 	Acks0        Feature = "acks=0"
+	Acks1        Feature = "acks=1"
 	Rebalance    Feature = "rebalance"
 	KIP848       Feature = "kip848"
 	Transactions Feature = "transactions"
@@ -142,6 +143,10 @@ const (
 	SASLPlain    Feature = "sasl-plain"
 	SASLScram    Feature = "sasl-scram512"
 	Admin        Feature = "admin"
+	// AdminMessage is an admin client that hands the application the
+	// error message of a CreateTopics answer (Kafka's error_message, v1+),
+	// not only its error code.
+	AdminMessage Feature = "admin-error-message"
 	PerfTools    Feature = "perf-tools"
 )
 
@@ -151,14 +156,23 @@ type Driver interface {
 	Name() string
 	// Unsupported says why the library cannot run f, or "" when it can.
 	Unsupported(f Feature) string
-	// Produce writes recs and returns once each is acknowledged (acks=all)
-	// or written (acks=0). It fails on any record's error.
+	// Produce writes recs and returns once each is acknowledged (acks=all
+	// or 1) or written (acks=0). It fails on any record's error, with the
+	// library's own form of it.
 	Produce(ctx context.Context, o ProduceOpts, recs []Record) error
 	// Consume reads by consumer group until o.Count distinct keys arrived
 	// or o.Timeout passed (an error, with what arrived).
 	Consume(ctx context.Context, o ConsumeOpts) ([]Delivered, error)
 	// Admin runs the admin scenario.
 	Admin(ctx context.Context, o AdminOpts) error
+	// CreateTopic creates topic with partitions (replication factor 1)
+	// with one call of the library's admin client and returns once the
+	// broker answered: nil for success, else the library's error, with
+	// the broker's message as far as the library passes it on.
+	CreateTopic(ctx context.Context, c Conn, topic string, partitions int) error
+	// DeleteTopic deletes topic with one call of the library's admin
+	// client and returns once the broker answered, as CreateTopic.
+	DeleteTopic(ctx context.Context, c Conn, topic string) error
 }
 
 // PerfDriver is a driver that also ships load tools (the Java client's

@@ -81,9 +81,14 @@ func (d Franz) Produce(ctx context.Context, o ProduceOpts, recs []Record) error 
 	if o.Faults {
 		opts = append(opts, franzFaults...)
 	}
-	if o.Acks == "0" {
+	switch {
+	case (o.Idempotent || o.TransactionalID != "") && o.Acks != "all":
+		return fmt.Errorf("franz-go: an idempotent or transactional producer needs acks=all, not %s", o.Acks)
+	case o.Acks == "0":
 		opts = append(opts, kgo.RequiredAcks(kgo.NoAck()), kgo.DisableIdempotentWrite())
-	} else if !o.Idempotent && o.TransactionalID == "" {
+	case o.Acks == "1":
+		opts = append(opts, kgo.RequiredAcks(kgo.LeaderAck()), kgo.DisableIdempotentWrite())
+	case !o.Idempotent && o.TransactionalID == "":
 		opts = append(opts, kgo.RequiredAcks(kgo.AllISRAcks()))
 	}
 	if o.TransactionalID != "" {
@@ -252,6 +257,52 @@ func (d Franz) Admin(ctx context.Context, o AdminOpts) error {
 		td, err := adm.ListTopics(ctx)
 		return td.Has(o.Topic), err
 	})
+}
+
+// admin is a kadm client on c, and its closer.
+func (d Franz) admin(c Conn) (*kadm.Client, func(), error) {
+	opts, err := d.opts(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, nil, err
+	}
+	return kadm.NewClient(cl), cl.Close, nil
+}
+
+func (d Franz) CreateTopic(ctx context.Context, c Conn, topic string, partitions int) error {
+	adm, done, err := d.admin(c)
+	if err != nil {
+		return err
+	}
+	defer done()
+	r, err := adm.CreateTopic(ctx, int32(partitions), 1, nil, topic)
+	return franzTopicErr(err, r.Err, r.ErrMessage)
+}
+
+func (d Franz) DeleteTopic(ctx context.Context, c Conn, topic string) error {
+	adm, done, err := d.admin(c)
+	if err != nil {
+		return err
+	}
+	defer done()
+	r, err := adm.DeleteTopic(ctx, topic)
+	return franzTopicErr(err, r.Err, r.ErrMessage)
+}
+
+// franzTopicErr is kadm's answer for one topic: the error code's error
+// (kerr, its name first) with the broker's message kadm hands over in
+// ErrMessage. kadm returns the code's error as err too.
+func franzTopicErr(err, code error, msg string) error {
+	switch {
+	case code != nil && msg != "":
+		return fmt.Errorf("%w (ErrMessage %q)", code, msg)
+	case code != nil:
+		return code
+	}
+	return err
 }
 
 func franzTraceparent(hs []kgo.RecordHeader) string {

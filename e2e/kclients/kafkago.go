@@ -91,7 +91,10 @@ func (d KafkaGo) Produce(ctx context.Context, o ProduceOpts, recs []Record) erro
 		BatchTimeout: 20 * time.Millisecond,
 		Transport:    tr,
 	}
-	if o.Acks == "0" {
+	switch o.Acks {
+	case "1":
+		w.RequiredAcks = kafka.RequireOne
+	case "0":
 		w.RequiredAcks = kafka.RequireNone
 	}
 	msgs := make([]kafka.Message, len(recs))
@@ -242,6 +245,43 @@ func (d KafkaGo) Admin(ctx context.Context, o AdminOpts) error {
 		}
 		return kafkaGoListed(md.Topics, o.Topic), nil
 	})
+}
+
+func (d KafkaGo) CreateTopic(ctx context.Context, c Conn, topic string, partitions int) error {
+	cl, done, err := d.client(c)
+	if err != nil {
+		return err
+	}
+	defer done()
+	r, err := cl.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{
+		{Topic: topic, NumPartitions: partitions, ReplicationFactor: 1}}})
+	if err != nil {
+		return err
+	}
+	// A kafka.Error, wrapped with the broker's message when it sent one.
+	return r.Errors[topic]
+}
+
+func (d KafkaGo) DeleteTopic(ctx context.Context, c Conn, topic string) error {
+	cl, done, err := d.client(c)
+	if err != nil {
+		return err
+	}
+	defer done()
+	r, err := cl.DeleteTopics(ctx, &kafka.DeleteTopicsRequest{Topics: []string{topic}})
+	if err != nil {
+		return err
+	}
+	return r.Errors[topic]
+}
+
+// client is a kafka-go Client on c, and its closer.
+func (d KafkaGo) client(c Conn) (*kafka.Client, func(), error) {
+	tr, err := d.transport(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &kafka.Client{Addr: kafka.TCP(c.Bootstrap), Transport: tr, Timeout: 30 * time.Second}, tr.CloseIdleConnections, nil
 }
 
 func kafkaGoListed(ts []kafka.Topic, topic string) bool {

@@ -103,6 +103,16 @@ func (p *Process) Admin(ctx context.Context, o AdminOpts) error {
 	return err
 }
 
+func (p *Process) CreateTopic(ctx context.Context, c Conn, topic string, partitions int) error {
+	_, err := p.run(ctx, "create-topic", append(conn(c), "--topic", topic, "--partitions", strconv.Itoa(partitions)))
+	return err
+}
+
+func (p *Process) DeleteTopic(ctx context.Context, c Conn, topic string) error {
+	_, err := p.run(ctx, "delete-topic", append(conn(c), "--topic", topic))
+	return err
+}
+
 // Perf runs the driver's perf command (only the Java driver has one).
 func (p *Process) Perf(ctx context.Context, c Conn, topic string, n, size int) error {
 	_, err := p.run(ctx, "perf", append(conn(c), "--topic", topic, "--count", strconv.Itoa(n), "--size", strconv.Itoa(size)))

@@ -100,9 +100,15 @@ func (d Sarama) Produce(ctx context.Context, o ProduceOpts, recs []Record) error
 	}
 	cfg.Producer.Return.Successes = true
 	cfg.Producer.Return.Errors = true
-	cfg.Producer.RequiredAcks = sarama.WaitForAll
-	if o.Acks == "0" {
+	switch o.Acks {
+	case "all":
+		cfg.Producer.RequiredAcks = sarama.WaitForAll
+	case "1":
+		cfg.Producer.RequiredAcks = sarama.WaitForLocal
+	case "0":
 		cfg.Producer.RequiredAcks = sarama.NoResponse
+	default:
+		return fmt.Errorf("sarama: unknown acks %q", o.Acks)
 	}
 	if o.Idempotent || o.TransactionalID != "" {
 		cfg.Producer.Idempotent = true
@@ -321,6 +327,33 @@ func (d Sarama) Admin(ctx context.Context, o AdminOpts) error {
 		_, ok := ts[o.Topic]
 		return ok, nil
 	})
+}
+
+func (d Sarama) CreateTopic(ctx context.Context, c Conn, topic string, partitions int) error {
+	adm, err := d.admin(c)
+	if err != nil {
+		return err
+	}
+	defer adm.Close()
+	// A *sarama.TopicError: the code's error and the broker's ErrMsg.
+	return adm.CreateTopic(topic, &sarama.TopicDetail{NumPartitions: int32(partitions), ReplicationFactor: 1}, false)
+}
+
+func (d Sarama) DeleteTopic(ctx context.Context, c Conn, topic string) error {
+	adm, err := d.admin(c)
+	if err != nil {
+		return err
+	}
+	defer adm.Close()
+	return adm.DeleteTopic(topic)
+}
+
+func (d Sarama) admin(c Conn) (sarama.ClusterAdmin, error) {
+	cfg, err := d.config(c)
+	if err != nil {
+		return nil, err
+	}
+	return sarama.NewClusterAdmin([]string{c.Bootstrap}, cfg)
 }
 
 func saramaTraceparent(hs []*sarama.RecordHeader) string {

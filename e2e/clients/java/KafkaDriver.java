@@ -63,7 +63,7 @@ public final class KafkaDriver {
         int code;
         try {
             if (argv.length == 0) {
-                throw new Fail("usage: KafkaDriver features|produce|consume|admin|perf [flags]");
+                throw new Fail("usage: KafkaDriver features|produce|consume|admin|create-topic|delete-topic|perf [flags]");
             }
             Map<String, String> f = flags(argv);
             switch (argv[0]) {
@@ -80,6 +80,14 @@ public final class KafkaDriver {
                     break;
                 case "admin":
                     admin(f);
+                    code = 0;
+                    break;
+                case "create-topic":
+                    createTopic(f);
+                    code = 0;
+                    break;
+                case "delete-topic":
+                    deleteTopic(f);
                     code = 0;
                     break;
                 case "perf":
@@ -240,6 +248,9 @@ public final class KafkaDriver {
         String topic = need(f, "topic");
         List<String[]> recs = readRecords(need(f, "input"));
         String acks = f.getOrDefault("acks", "all");
+        if (!acks.equals("all") && !acks.equals("1") && !acks.equals("0")) {
+            throw new Fail("unknown acks " + acks);
+        }
         String txnID = f.getOrDefault("transactional-id", "");
         Properties p = connProps(f);
         p.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
@@ -247,7 +258,11 @@ public final class KafkaDriver {
         p.put(ProducerConfig.COMPRESSION_TYPE_CONFIG, f.getOrDefault("compression", "none"));
         p.put(ProducerConfig.ACKS_CONFIG, acks);
         p.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, "60000");
-        if (acks.equals("0")) {
+        if (!acks.equals("all")) {
+            if (f.containsKey("idempotent") || !txnID.isEmpty()) {
+                throw new Fail("an idempotent or transactional producer needs --acks all");
+            }
+            // Idempotence needs acks=all: set explicitly, the client refuses the mix.
             p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "false");
         } else if (f.containsKey("idempotent") || !txnID.isEmpty()) {
             p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true");
@@ -434,6 +449,34 @@ public final class KafkaDriver {
                 }
                 Thread.sleep(200);
             }
+        }
+    }
+
+    /** An admin client for the one-call commands: the default retries, a 30s request timeout. */
+    private static Admin oneCallAdmin(Map<String, String> f) throws Fail {
+        Properties p = connProps(f);
+        p.put(CommonClientConfigs.REQUEST_TIMEOUT_MS_CONFIG, "30000");
+        return Admin.create(p);
+    }
+
+    /**
+     * Creates --topic with --partitions (replication factor 1) with one
+     * createTopics call; its failure (a PolicyViolationException, say)
+     * reaches main, which prints its class and message.
+     */
+    private static void createTopic(Map<String, String> f) throws Exception {
+        String topic = need(f, "topic");
+        int parts = intFlag(f, "partitions");
+        try (Admin admin = oneCallAdmin(f)) {
+            admin.createTopics(List.of(new NewTopic(topic, parts, (short) 1))).all().get(60, TimeUnit.SECONDS);
+        }
+    }
+
+    /** Deletes --topic with one deleteTopics call, as createTopic. */
+    private static void deleteTopic(Map<String, String> f) throws Exception {
+        String topic = need(f, "topic");
+        try (Admin admin = oneCallAdmin(f)) {
+            admin.deleteTopics(List.of(topic)).all().get(60, TimeUnit.SECONDS);
         }
     }
 

@@ -3,8 +3,10 @@
 as described in ../CONTRACT.md. It runs the kcat command-line tool (which
 links librdkafka) and uses the Python standard library only.
 
-stdout carries only the features JSON; kcat runs quiet (-q) with its
-stderr passed through.
+stdout carries only the features JSON; kcat's stderr is passed through.
+Its consumers run quiet (-q); its producer does not, as -q also hides
+the "Delivery failed for message: <error>" line of a record the broker
+(or kproxy) refused, the one place kcat says why.
 """
 
 import json
@@ -87,7 +89,7 @@ def count_lines(path):
 
 
 def produce(args):
-    if args.acks not in ("all", "0"):
+    if args.acks not in ("all", "1", "0"):
         raise Failure(f"unknown acks {args.acks}")
     if args.compression not in COMPRESSION:
         raise Failure(f"unknown compression {args.compression}")
@@ -99,7 +101,7 @@ def produce(args):
     # -l reads FILE (stdin without it) split by -D (newline) into records,
     # each split at the first -K delimiter into key and value. kcat exits non-zero when a
     # record was not delivered (acks=all) or not written (acks=0).
-    cmd = [KCAT, "-P", "-q", *conn_args(args), "-t", args.topic, "-K", "\\t",
+    cmd = [KCAT, "-P", *conn_args(args), "-t", args.topic, "-K", "\\t",
            "-X", f"acks={args.acks}",
            "-X", f"compression.codec={args.compression}",
            "-X", f"enable.idempotence={'true' if args.idempotent else 'false'}",
@@ -114,8 +116,11 @@ def produce(args):
     if stderr:
         sys.stderr.write(stderr)
     if returncode != 0:
-        last = stderr.strip().splitlines()[-1:] or ["no message"]
-        raise Failure(f"kcat -P exited {returncode} for {want} records: {last[0]}")
+        lines = stderr.strip().splitlines()
+        failed = [line for line in lines if "Delivery failed" in line]
+        why = (failed or lines[-1:] or ["no message"])[0]
+        more = f" ({len(failed)} records)" if len(failed) > 1 else ""
+        raise Failure(f"kcat -P exited {returncode} for {want} records: {why}{more}")
 
 
 def produce_paced(cmd, path, pace):
@@ -240,6 +245,14 @@ def admin(_args):
     raise Failure("admin: " + unsupported(versions()[1])["admin"])
 
 
+def create_topic(_args):
+    raise Failure("create-topic: " + unsupported(versions()[1])["admin"])
+
+
+def delete_topic(_args):
+    raise Failure("delete-topic: " + unsupported(versions()[1])["admin"])
+
+
 def perf(_args):
     raise Failure("perf: ships no load tools")
 
@@ -250,7 +263,8 @@ def features(_args):
 
 
 def main():
-    return contract.run(__doc__, {"features": features, "produce": produce, "consume": consume, "admin": admin, "perf": perf})
+    return contract.run(__doc__, {"features": features, "produce": produce, "consume": consume, "admin": admin,
+                                  "create-topic": create_topic, "delete-topic": delete_topic, "perf": perf})
 
 
 if __name__ == "__main__":

@@ -15,6 +15,9 @@ const KAFKAJS_VERSION = require('kafkajs/package.json').version;
 const unsupported = {
   kip848: 'kafkajs implements only the classic group protocol (JoinGroup/SyncGroup), not KIP-848',
   'perf-tools': 'ships no load tools',
+  'admin-error-message':
+    "kafkajs's admin client drops a CreateTopics answer's error_message: its response parser " +
+    '(CreateTopics v1+, protocol/requests/createTopics) raises KafkaJSCreateTopicError from the error code alone',
 };
 CompressionCodecs[CompressionTypes.Snappy] = require('kafkajs-snappy');
 const LZ4Codec = require('@2l/kafkajs-lz4');
@@ -108,7 +111,7 @@ async function produce(opts) {
   const compression = COMPRESSION[opts.compression];
   if (compression === undefined) throw new Error(`unknown compression ${opts.compression}`);
   if (unsupported[opts.compression]) throw new Error(`compression ${opts.compression}: ${unsupported[opts.compression]}`);
-  const acks = { all: -1, 0: 0 }[opts.acks];
+  const acks = { all: -1, 1: 1, 0: 0 }[opts.acks];
   if (acks === undefined) throw new Error(`unknown acks ${opts.acks}`);
   const txnId = opts['transactional-id'];
   const idempotent = Boolean(opts.idempotent || txnId);
@@ -251,6 +254,45 @@ async function admin(opts) {
   }
 }
 
+// createTopic creates --topic with --partitions in one createTopics call
+// (kafkajs retries only retriable errors); its error reaches main.
+async function createTopic(opts) {
+  need(opts, 'topic', 'partitions');
+  const adm = client(opts, 'kproxy-e2e-kafkajs-admin').admin();
+  await adm.connect();
+  try {
+    await adm.createTopics({
+      topics: [{ topic: opts.topic, numPartitions: Number(opts.partitions), replicationFactor: 1 }],
+    });
+  } finally {
+    await adm.disconnect();
+  }
+}
+
+async function deleteTopic(opts) {
+  need(opts, 'topic');
+  const adm = client(opts, 'kproxy-e2e-kafkajs-admin').admin();
+  await adm.connect();
+  try {
+    await adm.deleteTopics({ topics: [opts.topic], timeout: 30000 });
+  } finally {
+    await adm.disconnect();
+  }
+}
+
+// describe is an error on one line: its name and message, its Kafka error
+// type (INVALID_REQUIRED_ACKS, ...), the errors it aggregates and its cause.
+function describe(err, depth = 0) {
+  if (!err || typeof err !== 'object') return String(err);
+  let s = `${err.name || 'Error'}: ${err.message}`;
+  if (err.type) s += ` [${err.type}]`;
+  if (depth < 3 && Array.isArray(err.errors) && err.errors.length) {
+    s += ` {${err.errors.map((e) => describe(e, depth + 1)).join('; ')}}`;
+  }
+  if (depth < 3 && err.cause && err.cause !== err) s += ` (cause: ${describe(err.cause, depth + 1)})`;
+  return s.replace(/\n/g, ' ');
+}
+
 async function main() {
   const [command, ...rest] = process.argv.slice(2);
   const opts = parseArgs(rest);
@@ -266,6 +308,12 @@ async function main() {
     case 'admin':
       await admin(opts);
       return 0;
+    case 'create-topic':
+      await createTopic(opts);
+      return 0;
+    case 'delete-topic':
+      await deleteTopic(opts);
+      return 0;
     case 'perf':
       throw new Error('perf: ships no load tools');
     default:
@@ -276,7 +324,7 @@ async function main() {
 main().then(
   (code) => process.exit(code),
   (err) => {
-    process.stderr.write(`error: ${err && err.stack ? err.stack.split('\n')[0] : err}${err && err.cause ? ` (cause: ${err.cause})` : ''}\n`);
+    process.stderr.write(`error: ${describe(err)}\n`);
     process.exit(1);
   },
 );

@@ -57,8 +57,10 @@ def read_records(path):
 
 
 def produce(args):
-    if args.acks not in ("all", "0"):
+    if args.acks not in ("all", "1", "0"):
         raise Failure(f"unknown acks {args.acks}")
+    if (args.idempotent or args.transactional_id) and args.acks != "all":
+        raise Failure("an idempotent or transactional producer needs --acks all")
     if args.compression not in ("none", "gzip", "snappy", "lz4", "zstd"):
         raise Failure(f"unknown compression {args.compression}")
     conf = base_conf(args, "kproxy-e2e-confluent-producer")
@@ -225,6 +227,20 @@ def admin(args):
         time.sleep(0.2)
 
 
+def create_topic(args):
+    """One create_topics call; its KafkaException (the code's name and
+    librdkafka's string for the topic's result) reaches contract.run."""
+    a = AdminClient(base_conf(args, "kproxy-e2e-confluent-admin"))
+    fs = a.create_topics([NewTopic(args.topic, num_partitions=args.partitions, replication_factor=1)],
+                         operation_timeout=30, request_timeout=60)
+    fs[args.topic].result(90)
+
+
+def delete_topic(args):
+    a = AdminClient(base_conf(args, "kproxy-e2e-confluent-admin"))
+    a.delete_topics([args.topic], operation_timeout=30, request_timeout=60)[args.topic].result(90)
+
+
 def features(_args):
     name = f"confluent-kafka-python {confluent_kafka.__version__} (librdkafka {confluent_kafka.libversion()[0]})"
     print(json.dumps({"name": name, "unsupported": UNSUPPORTED}))
@@ -235,7 +251,8 @@ def perf(_args):
 
 
 def main():
-    return contract.run(__doc__, {"features": features, "produce": produce, "consume": consume, "admin": admin, "perf": perf}, errors=(Failure, KafkaException))
+    return contract.run(__doc__, {"features": features, "produce": produce, "consume": consume, "admin": admin,
+                                  "create-topic": create_topic, "delete-topic": delete_topic, "perf": perf}, errors=(Failure, KafkaException))
 
 
 if __name__ == "__main__":
