@@ -30,39 +30,23 @@ func WithoutRefused(frame []byte, h framing.RequestHeader, req kmsg.Request, ite
 		return WithoutPartitions(frame, h, q, drop)
 	case *kmsg.CreateTopicsRequest:
 		k := *q
-		k.Topics = make([]kmsg.CreateTopicsRequestTopic, 0, max(0, len(q.Topics)-len(items)))
-		for _, t := range q.Topics {
-			if !refused[resourceKey{t.Topic, 0}] {
-				k.Topics = append(k.Topics, t)
-			}
-		}
+		k.Topics = unrefused(q.Topics, refused, func(t *kmsg.CreateTopicsRequestTopic) resourceKey { return resourceKey{t.Topic, 0} })
 		keep = &k
 	case *kmsg.CreatePartitionsRequest:
 		k := *q
-		k.Topics = nil
-		for _, t := range q.Topics {
-			if !refused[resourceKey{t.Topic, 0}] {
-				k.Topics = append(k.Topics, t)
-			}
-		}
+		k.Topics = unrefused(q.Topics, refused, func(t *kmsg.CreatePartitionsRequestTopic) resourceKey { return resourceKey{t.Topic, 0} })
 		keep = &k
 	case *kmsg.AlterConfigsRequest:
 		k := *q
-		k.Resources = nil
-		for _, r := range q.Resources {
-			if !refused[resourceKey{r.ResourceName, int8(r.ResourceType)}] {
-				k.Resources = append(k.Resources, r)
-			}
-		}
+		k.Resources = unrefused(q.Resources, refused, func(r *kmsg.AlterConfigsRequestResource) resourceKey {
+			return resourceKey{r.ResourceName, int8(r.ResourceType)}
+		})
 		keep = &k
 	case *kmsg.IncrementalAlterConfigsRequest:
 		k := *q
-		k.Resources = nil
-		for _, r := range q.Resources {
-			if !refused[resourceKey{r.ResourceName, int8(r.ResourceType)}] {
-				k.Resources = append(k.Resources, r)
-			}
-		}
+		k.Resources = unrefused(q.Resources, refused, func(r *kmsg.IncrementalAlterConfigsRequestResource) resourceKey {
+			return resourceKey{r.ResourceName, int8(r.ResourceType)}
+		})
 		keep = &k
 	default:
 		return frame
@@ -167,6 +151,17 @@ func addPartitionRefusal(r *kmsg.ProduceResponse, it *Refusal, topics map[produc
 type produceTopic struct {
 	name string
 	id   [16]byte
+}
+
+// unrefused is the items of a request that are not refused, in order.
+func unrefused[T any](items []T, refused map[resourceKey]bool, key func(*T) resourceKey) []T {
+	out := make([]T, 0, max(0, len(items)-len(refused)))
+	for i := range items {
+		if !refused[key(&items[i])] {
+			out = append(out, items[i])
+		}
+	}
+	return out
 }
 
 // resourceKey names a refused topic or config resource.

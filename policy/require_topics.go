@@ -75,56 +75,57 @@ func (ru *rule) requireCreatePartitions(q *kmsg.CreatePartitionsRequest, j *judg
 }
 
 func (ru *rule) requireAlterConfigs(q *kmsg.AlterConfigsRequest, j *judgement) {
-	j.total = len(q.Resources)
-	for i := range q.Resources {
-		res := &q.Resources[i]
-		if int8(res.ResourceType) != topicResource || !ru.judged(res.ResourceName) {
-			continue
-		}
-		for _, cf := range res.Configs {
-			if cf.Value == nil {
-				continue
-			}
-			if cond, text := ru.judgeConfig(cf.Name, *cf.Value); text != "" {
-				j.refuse(Refusal{Topic: string([]byte(res.ResourceName)), ResourceType: topicResource,
-					Code: codePolicyViolation, Condition: cond, Message: ru.message(text)})
-				break
+	requireConfigResources(ru, j, q.Resources, func(r *kmsg.AlterConfigsRequestResource) (int8, string, func(func(name string, value *string))) {
+		return int8(r.ResourceType), r.ResourceName, func(each func(string, *string)) {
+			for _, cf := range r.Configs {
+				each(cf.Name, cf.Value)
 			}
 		}
-	}
-	j.coverDuplicates(len(q.Resources), func(i int) string {
-		if int8(q.Resources[i].ResourceType) != topicResource {
-			return "\x00" // no topic name: resources of other types are not judged
-		}
-		return q.Resources[i].ResourceName
-	}, topicResource)
+	})
 }
 
 func (ru *rule) requireIncrementalAlterConfigs(q *kmsg.IncrementalAlterConfigsRequest, j *judgement) {
-	j.total = len(q.Resources)
-	for i := range q.Resources {
-		res := &q.Resources[i]
-		if int8(res.ResourceType) != topicResource || !ru.judged(res.ResourceName) {
+	requireConfigResources(ru, j, q.Resources, func(r *kmsg.IncrementalAlterConfigsRequestResource) (int8, string, func(func(name string, value *string))) {
+		return int8(r.ResourceType), r.ResourceName, func(each func(string, *string)) {
+			for _, cf := range r.Configs {
+				// SET and APPEND give values; DELETE and SUBTRACT only
+				// take away (a deleted config is the broker's default).
+				if cf.Op == kmsg.IncrementalAlterConfigOpSet || cf.Op == kmsg.IncrementalAlterConfigOpAppend {
+					each(cf.Name, cf.Value)
+				}
+			}
+		}
+	})
+}
+
+// requireConfigResources judges the topic resources of AlterConfigs and
+// IncrementalAlterConfigs: each refused at its first config value that
+// breaks the rule. of says what a resource is and walks the values it
+// sets (nil: reset to the default, not judged).
+func requireConfigResources[T any](ru *rule, j *judgement, resources []T, of func(*T) (int8, string, func(func(string, *string)))) {
+	j.total = len(resources)
+	for i := range resources {
+		typ, name, values := of(&resources[i])
+		if typ != topicResource || !ru.judged(name) {
 			continue
 		}
-		for _, cf := range res.Configs {
-			// SET and APPEND give values; DELETE and SUBTRACT only take
-			// away (a deleted config is the broker's default again).
-			if cf.Value == nil || (cf.Op != kmsg.IncrementalAlterConfigOpSet && cf.Op != kmsg.IncrementalAlterConfigOpAppend) {
-				continue
+		refused := false
+		values(func(config string, value *string) {
+			if refused || value == nil {
+				return
 			}
-			if cond, text := ru.judgeConfig(cf.Name, *cf.Value); text != "" {
-				j.refuse(Refusal{Topic: string([]byte(res.ResourceName)), ResourceType: topicResource,
+			if cond, text := ru.judgeConfig(config, *value); text != "" {
+				refused = true
+				j.refuse(Refusal{Topic: string([]byte(name)), ResourceType: topicResource,
 					Code: codePolicyViolation, Condition: cond, Message: ru.message(text)})
-				break
 			}
-		}
+		})
 	}
-	j.coverDuplicates(len(q.Resources), func(i int) string {
-		if int8(q.Resources[i].ResourceType) != topicResource {
-			return "\x00" // no topic name: resources of other types are not judged
+	j.coverDuplicates(len(resources), func(i int) string {
+		if typ, name, _ := of(&resources[i]); typ == topicResource {
+			return name
 		}
-		return q.Resources[i].ResourceName
+		return "\x00" // no topic name: resources of other types are not judged
 	}, topicResource)
 }
 

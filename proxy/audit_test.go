@@ -205,33 +205,12 @@ func TestAuditOutputFaultsDoNotStall(t *testing.T) {
 			}
 			if out == "/dev/full" {
 				waitFor(t, 10*time.Second, "drops counted", func() bool {
-					return auditCounter(t, reg, "kproxy_audit_dropped_total", "write_failed") >= 1
+					return metricValue(t, reg, "kproxy_audit_dropped_total", map[string]string{"reason": "write_failed"}) >= 1
 				})
 			}
-			if got := auditCounter(t, reg, "kproxy_audit_lines_total", ""); got != 0 {
+			if got := metricValue(t, reg, "kproxy_audit_lines_total", nil); got != 0 {
 				t.Errorf("%v lines counted written to %s", got, out)
 			}
 		})
 	}
-}
-
-// auditCounter reads a counter of reg, by its one label's value when
-// label is set.
-func auditCounter(t testing.TB, reg *prometheus.Registry, name, label string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			if label == "" || (len(m.GetLabel()) > 0 && m.GetLabel()[0].GetValue() == label) {
-				return m.GetCounter().GetValue()
-			}
-		}
-	}
-	return 0
 }

@@ -241,25 +241,7 @@ func TestGovernanceSaramaAdmin(t *testing.T) {
 // violations reads kproxy_policy_violations_total for a rule and condition.
 func violations(t testing.TB, ps *policySet, rule, condition string) float64 {
 	t.Helper()
-	mfs, err := ps.reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != "kproxy_policy_violations_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			l := map[string]string{}
-			for _, p := range m.GetLabel() {
-				l[p.GetName()] = p.GetValue()
-			}
-			if l["rule"] == rule && l["condition"] == condition {
-				return m.GetCounter().GetValue()
-			}
-		}
-	}
-	return 0
+	return metricValue(t, ps.reg, "kproxy_policy_violations_total", map[string]string{"rule": rule, "condition": condition})
 }
 
 // A log-only content rule leaves a kproxy.policy event with action log

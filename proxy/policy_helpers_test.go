@@ -39,7 +39,14 @@ func (ps *policySet) reload(t testing.TB, env *testEnv, rules ...policy.Rule) {
 // count is a policy counter (kproxy_policy_*_total) for one rule.
 func (ps *policySet) count(t testing.TB, name, rule string) float64 {
 	t.Helper()
-	mfs, err := ps.reg.Gather()
+	return metricValue(t, ps.reg, name, map[string]string{"rule": rule})
+}
+
+// metricValue is the counter of reg named name whose labels include
+// every one of labels (the first such series).
+func metricValue(t testing.TB, reg *prometheus.Registry, name string, labels map[string]string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,12 +54,18 @@ func (ps *policySet) count(t testing.TB, name, rule string) float64 {
 		if mf.GetName() != name {
 			continue
 		}
+	series:
 		for _, m := range mf.GetMetric() {
+			have := map[string]string{}
 			for _, l := range m.GetLabel() {
-				if l.GetName() == "rule" && l.GetValue() == rule {
-					return m.GetCounter().GetValue()
+				have[l.GetName()] = l.GetValue()
+			}
+			for k, v := range labels {
+				if have[k] != v {
+					continue series
 				}
 			}
+			return m.GetCounter().GetValue()
 		}
 	}
 	return 0
