@@ -24,6 +24,13 @@ var (
 	codePolicyViolation      = kerr.PolicyViolation.Code
 	codeThrottlingQuota      = kerr.ThrottlingQuotaExceeded.Code
 	codeUnknownTopicID       = kerr.UnknownTopicID.Code
+	// The codes of content rules' violations (require_*.go).
+	codeInvalidRequiredAcks   = kerr.InvalidRequiredAcks.Code
+	codeUnsupportedCodec      = kerr.UnsupportedCompressionType.Code
+	codeInvalidRecord         = kerr.InvalidRecord.Code
+	codeInvalidGroupID        = kerr.InvalidGroupID.Code
+	codeInvalidSessionTimeout = kerr.InvalidSessionTimeout.Code
+	codeRequestTimedOut       = kerr.RequestTimedOut.Code
 )
 
 // refusalCode is the Kafka error a refused request gets, as a broker

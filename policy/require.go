@@ -8,20 +8,9 @@
 package policy
 
 import (
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kproxy/kproxy/framing"
-)
-
-// Codes a broker gives for the violations content rules find.
-var (
-	codeInvalidRequiredAcks   = kerr.InvalidRequiredAcks.Code
-	codeUnsupportedCodec      = kerr.UnsupportedCompressionType.Code
-	codeInvalidRecord         = kerr.InvalidRecord.Code
-	codeInvalidGroupID        = kerr.InvalidGroupID.Code
-	codeInvalidSessionTimeout = kerr.InvalidSessionTimeout.Code
-	codeRequestTimedOut       = kerr.RequestTimedOut.Code
 )
 
 // Refusal is one item of a request a content rule refused: a topic
