@@ -98,11 +98,14 @@ func (ru *rule) message(text string) string { return "rule " + ru.Name + ": " + 
 
 // require judges a request against the rule's conditions.
 func (ru *rule) require(r *Request, body *framing.Body) judgement {
-	var j judgement
+	if r.Key == framing.KeyProduce && r.AcksRead && ru.acksOnly() && acksMeet(ru.Require.requiredAcks(), r.Acks) {
+		return judgement{} // header-level: the body is never decoded for it
+	}
 	req, err := body.Request()
 	if err != nil || req == nil {
-		return j // not readable: the relay forwards or refuses it on its own
+		return judgement{} // not readable: the relay forwards or refuses it on its own
 	}
+	var j judgement // past the header-level paths: it moves to the heap
 	switch q := req.(type) {
 	case *kmsg.CreateTopicsRequest:
 		ru.requireCreateTopics(q, &j)
@@ -122,6 +125,25 @@ func (ru *rule) require(r *Request, body *framing.Body) judgement {
 		ru.requireGroupID(q.GroupID, &j)
 	}
 	return j
+}
+
+// acksOnly reports a rule whose only Produce condition is acks, on every
+// topic: the frame's acks judge it whole.
+func (ru *rule) acksOnly() bool {
+	q := ru.Require
+	return q.Acks != "" && !q.Idempotent && len(q.Compression) == 0 && !q.readsRecords() && !ru.byTopic()
+}
+
+// acksMeet reports whether a produce's acks meet the required ones (-1:
+// all only; 1: 1 or all).
+func acksMeet(want, acks int16) bool {
+	switch want {
+	case -1:
+		return acks == -1
+	case 1:
+		return acks != 0
+	}
+	return true
 }
 
 // judged applies the rule's topic globs, when it has any, to an item's

@@ -51,8 +51,7 @@ func (ru *rule) requireProduce(r *Request, q *kmsg.ProduceRequest, j *judgement)
 			refusal := func() Refusal {
 				return Refusal{Topic: string([]byte(t.Topic)), TopicID: t.TopicID, Partition: p.Partition}
 			}
-			switch want := c.requiredAcks(); {
-			case want == -1 && q.Acks != -1, want == 1 && q.Acks == 0:
+			if !acksMeet(c.requiredAcks(), q.Acks) {
 				it := refusal()
 				it.Code, it.Condition = codeInvalidRequiredAcks, condAcks
 				it.Message = ru.message("acks " + strconv.Itoa(int(q.Acks)) + ", must be " + c.Acks)

@@ -265,3 +265,23 @@ func TestRequireRecordsOneAtATime(t *testing.T) {
 		t.Errorf("judging allocated %d bytes for a %d-byte batch", alloc, frame)
 	}
 }
+
+// An acks rule on every topic reads the acks the relay read from the
+// frame: a produce that meets it is never decoded.
+func TestRequireAcksHeaderLevel(t *testing.T) {
+	e, _ := newEngine(t, Rule{Name: "acks", Action: ActionReject, Match: Selector{APIs: []string{"Produce"}},
+		Require: &Require{Acks: "all"}})
+	for _, acks := range []int16{-1, 1} {
+		req := produce("a", "b")
+		req.Acks = acks
+		c := request(t, req, "c")
+		c.r.Acks, c.r.AcksRead = acks, true
+		v := c.check(e, t0)
+		switch {
+		case acks == -1 && (v.Outcome != Pass || c.body.Decoded()):
+			t.Errorf("acks=all: %+v, decoded %v; want a pass from the header", v, c.body.Decoded())
+		case acks == 1 && (v.Outcome != Reject || !v.Whole || len(v.Refusals) != 2 || v.Code != codeInvalidRequiredAcks):
+			t.Errorf("acks=1: %+v; want both partitions refused", v)
+		}
+	}
+}

@@ -70,6 +70,10 @@ type Request struct {
 	// Records reads compressed batches for record conditions within the
 	// record path's budgets; nil: a small default budget.
 	Records Inflater
+	// Acks is a Produce's acks when AcksRead says the relay read them
+	// from the frame: an acks condition that holds then costs no decode.
+	Acks     int16
+	AcksRead bool
 }
 
 // ConnState holds one client connection's per-connection state: its

@@ -205,8 +205,8 @@ func BenchmarkRelayPolicies(b *testing.B) {
 }
 
 // Governance rules on the relay: an admin-only rule that never selects a
-// Produce (free), and an acks rule every Produce is judged by (its body
-// decoded once, the batch headers walked; no records read).
+// Produce, and an acks rule every Produce is judged by from the frame's
+// acks (the body is decoded only to refuse).
 func BenchmarkRelayGovernance(b *testing.B) {
 	rules := policy.New(policy.Config{Rules: []policy.Rule{
 		{Name: "topics", Match: policy.Selector{APIs: []string{"CreateTopics"}}, Action: policy.ActionReject,

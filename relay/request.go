@@ -54,15 +54,16 @@ func (s *Session) Request(frame []byte, up *Batch, mayWait bool) error {
 		span = s.env.Tracer.Start(s.peer, &body, s.table.NextID(), len(frame), e.Start)
 	}
 	noResponse := false
+	acks, acksRead := int16(0), false
 	if h.BodyOffset > 0 {
 		switch h.APIKey {
 		case framing.KeyProduce:
-			acks, err := framing.ProduceAcks(frame[h.BodyOffset:], h.APIVersion)
-			if err != nil {
+			var err error
+			if acks, err = framing.ProduceAcks(frame[h.BodyOffset:], h.APIVersion); err != nil {
 				s.env.Tracer.Fail(span, "kproxy.malformed_request")
 				return err
 			}
-			noResponse = acks == 0
+			noResponse, acksRead = acks == 0, true
 		case framing.KeySaslHandshake:
 			if h.APIVersion == 0 {
 				e.SaslRounds = correlate.HandshakeRounds(frame[h.BodyOffset:])
@@ -93,7 +94,7 @@ func (s *Session) Request(frame []byte, up *Batch, mayWait bool) error {
 			s.clientID = string(h.ClientID)
 		}
 		pr := policy.Request{Key: h.APIKey, Version: h.APIVersion, ClientID: s.clientID,
-			Bytes: len(frame), Topics: s.env.Topics, Conn: &s.conn, Listener: s.env.Listener}
+			Bytes: len(frame), Topics: s.env.Topics, Conn: &s.conn, Listener: s.env.Listener, Acks: acks, AcksRead: acksRead}
 		if h.APIKey == framing.KeyProduce && eng.ReadsRecords() {
 			s.env.Tracer.InitRecordBudget(&s.budget) // never on the poller: RequestsInline
 			pr.Records = &s.budget
