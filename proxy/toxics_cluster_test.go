@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -112,7 +111,7 @@ func TestClusterBlackHoleWhileLeadershipMoves(t *testing.T) {
 	const topic, partitions, records = "blackhole", 6, 3000
 	fc := startFaultCluster(t, topic, partitions)
 	fc.spread(t, topic, partitions, 3)
-	before := runtime.NumGoroutine()
+	before, _ := kproxyGoroutines()
 	const hole = int32(1)
 	cut := nodeDisconnects{node: hole}
 

@@ -3,7 +3,6 @@ package proxy
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -244,7 +243,7 @@ func TestNetworkFaultsLoseNothing(t *testing.T) {
 		t.Run(sc.name, func(t *testing.T) {
 			const topic, records = "faults", 1500
 			w := startFaultWorld(t, topic, 3)
-			before := runtime.NumGoroutine()
+			before, _ := kproxyGoroutines()
 			sc.on(t, w)
 			acked := produceAcked(t, w, topic, records)
 			if len(acked) < records/2 {
@@ -287,7 +286,7 @@ func TestNetworkFaultsLoseNothing(t *testing.T) {
 func TestNetworkFaultsSaramaKafkaGo(t *testing.T) {
 	const topic, records = "faults-clients", 1500
 	w := startFaultWorld(t, topic, 3)
-	before := runtime.NumGoroutine()
+	before, _ := kproxyGoroutines()
 	toxic(t, w.down, "lat", "latency", "downstream", `{"latency":5,"jitter":5}`)
 	endToggling := stopFaults(t, w)
 
