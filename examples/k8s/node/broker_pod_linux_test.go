@@ -63,6 +63,7 @@ log:
 	}
 	c.create(t, "Pod", ns, broker)
 	c.waitPod(t, ns, "kafka-0", 2*time.Minute, "ready", podReady)
+	c.waitEndpoints(t, ns, "kafka", time.Minute)
 
 	client := &corev1.Pod{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
@@ -70,7 +71,11 @@ log:
 		Spec: corev1.PodSpec{
 			AutomountServiceAccountToken: boolp(false),
 			RestartPolicy:                corev1.RestartPolicyNever,
-			Containers:                   []corev1.Container{appContainer("--brokers", advertised, "--topic", "broker-shape", "--count", "100")},
+			Containers: []corev1.Container{appContainer("--brokers", advertised, "--topic", "broker-shape", "--count", "100",
+				// kube-proxy writes the Service's rules a moment after the
+				// slice: a dial before then is refused and franz-go retries.
+				// The sidecar-readiness check belongs to the client shape.
+				"--first-dial=false")},
 		},
 	}
 	c.create(t, "Pod", ns, client)

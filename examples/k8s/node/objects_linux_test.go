@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -21,6 +22,8 @@ func resourcePath(kind, ns string) string {
 		return "/api/v1/namespaces"
 	case "Deployment":
 		return "/apis/apps/v1/namespaces/" + ns + "/deployments"
+	case "EndpointSlice":
+		return "/apis/discovery.k8s.io/v1/namespaces/" + ns + "/endpointslices"
 	case "MutatingWebhookConfiguration":
 		return "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations"
 	}
@@ -143,6 +146,33 @@ func (c *cluster) waitPod(t *testing.T, ns, name string, d time.Duration, what s
 		return c.get(t, "Pod", ns, name, &p) && cond(&p)
 	})
 	return &p
+}
+
+// waitEndpoints waits until the Service's EndpointSlice lists a ready
+// endpoint: a pod's Ready condition reaches the slice (and then
+// kube-proxy's rules) a moment later, and a client started in between
+// finds no backend behind the Service's address.
+func (c *cluster) waitEndpoints(t *testing.T, ns, service string, d time.Duration) {
+	t.Helper()
+	path := resourcePath("EndpointSlice", ns) + "?labelSelector=" + url.QueryEscape("kubernetes.io/service-name="+service)
+	waitFor(t, d, fmt.Sprintf("a ready endpoint of service %s/%s", ns, service), func() bool {
+		code, body, err := c.do("GET", path, nil)
+		if err != nil || code != 200 {
+			return false
+		}
+		var list discoveryv1.EndpointSliceList
+		if json.Unmarshal(body, &list) != nil {
+			return false
+		}
+		for _, s := range list.Items {
+			for _, e := range s.Endpoints {
+				if e.Conditions.Ready != nil && *e.Conditions.Ready {
+					return true
+				}
+			}
+		}
+		return false
+	})
 }
 
 // logs returns a container's log through the API server (which asks the
