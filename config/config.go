@@ -23,6 +23,7 @@ import (
 	"github.com/kproxy/kproxy/policy"
 	"github.com/kproxy/kproxy/proxy"
 	"github.com/kproxy/kproxy/sasl"
+	"github.com/kproxy/kproxy/telemetry"
 	"github.com/kproxy/kproxy/tlsconf"
 	"github.com/kproxy/kproxy/tracing"
 )
@@ -40,6 +41,7 @@ type File struct {
 	Cluster   cluster.Config   `yaml:"cluster"`
 	SASL      sasl.Config      `yaml:"sasl"`
 	Audit     audit.Config     `yaml:"audit"`
+	Telemetry telemetry.Config `yaml:"telemetry"`
 }
 
 // Defaults is the configuration of an empty file.
@@ -56,6 +58,7 @@ func Defaults() File {
 		Cluster:   cluster.Defaults(),
 		SASL:      sasl.Defaults(),
 		Audit:     audit.Defaults(),
+		Telemetry: telemetry.Defaults(),
 	}
 }
 
@@ -133,6 +136,7 @@ func (f File) Validate(file string, root *yaml.Node) error {
 		{"cluster", f.Cluster.Validate(f.Proxy.Listen)},
 		{"sasl", f.SASL.Validate()},
 		{"audit", f.Audit.Validate()},
+		{"telemetry", f.Telemetry.Validate()},
 	}
 	for _, s := range sections {
 		var fe *fielderr.Error

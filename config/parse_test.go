@@ -2,6 +2,7 @@ package config
 
 import (
 	"github.com/kproxy/kproxy/audit"
+	"github.com/kproxy/kproxy/telemetry"
 	"reflect"
 	"testing"
 	"time"
@@ -33,6 +34,8 @@ func TestLoadFull(t *testing.T) {
 	want.Proxy.SocketSendBufferBytes = 128 << 10
 	want.Proxy.SocketReceiveBufferBytes = 256 << 10
 	want.Proxy.LargeFrameSendBufferBytes = 1 << 20
+	want.Proxy.ClientRack = "europe-west1-b"
+	want.Telemetry = telemetry.Config{Lag: telemetry.LagConfig{Enabled: true, MaxSeries: 500}}
 	want.Framing.MaxRequestBytes = 1 << 20
 	want.Framing.MaxResponseBytes = 32 << 20
 	want.Framing.ReadTimeout = 10 * time.Second

@@ -29,6 +29,9 @@ type scenario struct {
 	// governance cells go through a kproxy with require rules and the
 	// audit log on (compat_governance_test.go).
 	governance bool
+	// rack cells go through the cluster-mode kproxies of the rack column,
+	// with and without proxy.client_rack (compat_rack_test.go).
+	rack bool
 	// narrow, when set, is what a cell of the library leaves out of the
 	// scenario for something it lacks: the cell's note when it passes.
 	narrow func(d kclients.Driver) string
@@ -80,6 +83,7 @@ var compatScenarios = []scenario{
 	{name: "trace-stitch", stitch: true, apis: []string{"Produce"}, run: (*cell).traceStitch},
 	{name: "admin", apis: []string{"CreateTopics", "DeleteTopics"}, needs: []kclients.Feature{kclients.Admin}, core: true, run: (*cell).admin},
 	{name: "governance", governance: true, apis: []string{"Produce", "Fetch"}, needs: []kclients.Feature{kclients.Acks1}, narrow: governanceNote, run: (*cell).governanceCell},
+	{name: "rack", rack: true, apis: []string{"Fetch"}, needs: []kclients.Feature{kclients.RackFetch}, run: (*cell).rackCell},
 	{name: "perf-tools", apis: []string{"Produce", "Fetch"}, needs: []kclients.Feature{kclients.PerfTools}, run: (*cell).perf},
 }
 

@@ -48,6 +48,7 @@ func TestCompat(t *testing.T) {
 				env.cluster = startClusterFixture(t, v)
 				env.stitch = startStitchFixture(t, k)
 				env.governance = startGovernanceFixture(t, k)
+				env.rack = startRackFixture(t, env.cluster.kafka, env.stitch.jaeger)
 			}
 			t.Run("tls-refusals", env.tls.requireRefusals)
 			if i == 0 {
@@ -97,7 +98,7 @@ func TestCompat(t *testing.T) {
 // compatEnv is one broker with its kproxies: PLAINTEXT, SASL, and the
 // four of the TLS cells; with the newest broker, also the three-node
 // cluster of the cluster cells and its cluster-mode kproxy, and the
-// kproxies of the trace-stitch and governance cells.
+// kproxies of the trace-stitch, governance and rack cells.
 type compatEnv struct {
 	kafka       *harness.Kafka
 	plain, sasl *harness.Kproxy
@@ -105,6 +106,7 @@ type compatEnv struct {
 	cluster     *clusterFixture    // nil but for the newest broker
 	stitch      *stitchFixture     // nil but for the newest broker
 	governance  *governanceFixture // nil but for the newest broker
+	rack        *rackFixture       // nil but for the newest broker
 }
 
 // path is a way to reach the broker.
@@ -126,6 +128,9 @@ func (e *compatEnv) kproxy(s scenario, p path) *harness.Kproxy {
 		return e.stitch.produce
 	case s.governance:
 		return e.governance.kproxy
+	case s.rack:
+		kp, _, _ := e.rack.of(p)
+		return kp.Kproxy
 	case s.cluster:
 		return e.cluster.kproxy.Kproxy
 	case s.tls != "":
@@ -184,6 +189,7 @@ func (e *compatEnv) kproxies() []*harness.Kproxy {
 	}
 	kps = append(kps, e.stitch.kproxies()...)
 	kps = append(kps, e.governance.kproxies()...)
+	kps = append(kps, e.rack.kproxies()...)
 	return kps
 }
 

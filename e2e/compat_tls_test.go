@@ -42,6 +42,9 @@ func (s scenario) paths() []path {
 	if s.stitch {
 		return stitchPaths
 	}
+	if s.rack {
+		return rackPaths
+	}
 	if s.tls == "" {
 		return paths
 	}

@@ -64,6 +64,11 @@ type Cluster struct {
 	// (sasl.upstream); empty: no SASL origination.
 	SASLSecret    string
 	SASLMechanism string
+	// ClientRack, when ClientRackSet, is the rack id kproxy fills into
+	// Fetch requests (kproxy.io/client-rack); unset, the pod's zone
+	// label is used.
+	ClientRack    string
+	ClientRackSet bool
 }
 
 // The upstream CA Secret's volume, and where the sidecar mounts it:
@@ -95,7 +100,7 @@ const (
 var (
 	brokerOnly  = []string{AnnotationUpstreamPort}
 	clusterOnly = []string{AnnotationBootstrap, AnnotationNodePortBase, AnnotationNodeIDs, AnnotationUpstreamTLS, AnnotationUpstreamCASecret,
-		AnnotationSASLSecret, AnnotationSASLMechanism}
+		AnnotationSASLSecret, AnnotationSASLMechanism, AnnotationClientRack}
 )
 
 // mode reads AnnotationMode and refuses the other mode's annotations.
@@ -169,6 +174,9 @@ func cluster(ann map[string]string, listen int) (*Cluster, error) {
 		c.UpstreamTLS, c.UpstreamCASecret = true, name
 	}
 	if err := saslUpstream(ann, c); err != nil {
+		return nil, err
+	}
+	if err := clientRack(ann, c); err != nil {
 		return nil, err
 	}
 	return c, nil

@@ -149,6 +149,11 @@ func Sidecar(o Options, a Asked) corev1.Container {
 		field("POD_NAMESPACE", "metadata.namespace"),
 		field("NODE_NAME", "spec.nodeName"),
 	}
+	if a.Cluster != nil {
+		// The client pod's zone, for zone-aware fetching; a broker pod's
+		// clients are elsewhere, in zones of their own.
+		env = append(env, a.Cluster.rackEnv())
+	}
 	if o.OTLP != "" {
 		env = append(env,
 			corev1.EnvVar{Name: "OTEL_EXPORTER_OTLP_ENDPOINT", Value: o.OTLP},

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/kproxy/kproxy/correlate"
@@ -80,6 +81,12 @@ func benchRelay(b *testing.B, reqSize, respSize, window int, opts ...envOpt) {
 
 // benchRelayWith runs the relay benchmark with a tracer and rules.
 func benchRelayWith(b *testing.B, tr *tracing.Tracer, rules *policy.Engine, reqSize, respSize, window int, opts ...envOpt) {
+	benchRelayFrames(b, tr, rules, produceLike(reqSize), respSize, window, opts...)
+}
+
+// benchRelayFrames runs the relay benchmark with req as every request
+// (its correlation id set for each).
+func benchRelayFrames(b *testing.B, tr *tracing.Tracer, rules *policy.Engine, req []byte, respSize, window int, opts ...envOpt) {
 	opts = append(opts, func(_ *Config, _ *framing.Config, cc *correlate.Config) {
 		cc.MaxInFlight = max(window, 1)
 	})
@@ -102,7 +109,6 @@ func benchRelayWith(b *testing.B, tr *tracing.Tracer, rules *policy.Engine, reqS
 		}
 	}
 	defer c.Close()
-	req := produceLike(reqSize)
 	resp := make([]byte, 4+respSize)
 	roundTrip := func(id int32) {
 		binary.BigEndian.PutUint32(req[8:], uint32(id))
@@ -215,4 +221,25 @@ func BenchmarkRelayGovernance(b *testing.B) {
 			Require: &policy.Require{Acks: "1"}},
 	}}, policy.NewMetrics(prometheus.NewRegistry()))
 	benchRelayWith(b, nil, rules, 100, 100, 64)
+}
+
+// fetchLike is a Fetch v12 request for one partition with no rack_id,
+// as a consumer that sets no rack sends it.
+func fetchLike() []byte {
+	req := kmsg.NewPtrFetchRequest()
+	req.Version, req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes = 12, -1, 500, 1, 1<<20
+	t := kmsg.NewFetchRequestTopic()
+	t.Topic = "orders"
+	p := kmsg.NewFetchRequestTopicPartition()
+	p.FetchOffset, p.PartitionMaxBytes = 42, 1<<20
+	t.Partitions = append(t.Partitions, p)
+	req.Topics = append(req.Topics, t)
+	return kmsg.NewRequestFormatter(kmsg.FormatterClientID("bench")).AppendRequest(nil, req, 0)
+}
+
+// Fetch requests relayed as they are, and with proxy.client_rack filled
+// into each (the frame spliced around rack_id, not copied).
+func BenchmarkRelayFetch(b *testing.B) { benchRelayFrames(b, nil, nil, fetchLike(), 100, 64) }
+func BenchmarkRelayFetchRack(b *testing.B) {
+	benchRelayFrames(b, nil, nil, fetchLike(), 100, 64, withClientRack("europe-west1-b"))
 }

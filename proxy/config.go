@@ -1,7 +1,10 @@
 package proxy
 
 import (
+	"fmt"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/kproxy/kproxy/internal/fielderr"
 	"github.com/kproxy/kproxy/proxy/core"
@@ -80,6 +83,29 @@ type Config struct {
 	// Plaintext only (the netpoll path); 0 turns it off; else 4096 to
 	// 256 MiB.
 	LargeFrameSendBufferBytes int `yaml:"large_frame_send_buffer_bytes"`
+	// ClientRack is the zone kproxy's pod runs in (KIP-392). When set,
+	// kproxy fills it into the rack_id of Fetch requests (v11+) whose
+	// client left it empty, so that brokers running
+	// RackAwareReplicaSelector serve the client from a replica in its own
+	// zone; a client's own rack id is never replaced. KPROXY_CLIENT_RACK,
+	// when set and not empty, wins (kproxy-inject sets it from the pod's
+	// zone). Read at start; up to 255 bytes.
+	ClientRack string `yaml:"client_rack"`
+}
+
+// ClientRackEnv is the variable that sets client_rack over the file.
+const ClientRackEnv = "KPROXY_CLIENT_RACK"
+
+// maxClientRack bounds client_rack: zone names are short, and the field
+// is added to every Fetch request.
+const maxClientRack = 255
+
+// ApplyEnv sets the fields the environment overrides, read through
+// getenv (os.Getenv): client_rack from KPROXY_CLIENT_RACK.
+func (c *Config) ApplyEnv(getenv func(string) string) {
+	if v := strings.TrimSpace(getenv(ClientRackEnv)); v != "" {
+		c.ClientRack = v
+	}
 }
 
 // Defaults returns the section as used when kproxy.yaml leaves it out.
@@ -128,6 +154,10 @@ func (c Config) Validate() error {
 		return fielderr.New("socket_receive_buffer_bytes", "must be 0 (the kernel's own sizing) or between 4096 and 268435456")
 	case c.LargeFrameSendBufferBytes != 0 && (c.LargeFrameSendBufferBytes < core.MinSocketBuffer || c.LargeFrameSendBufferBytes > core.MaxSocketBuffer):
 		return fielderr.New("large_frame_send_buffer_bytes", "must be 0 (off) or between 4096 and 268435456")
+	case len(c.ClientRack) > maxClientRack:
+		return fielderr.New("client_rack", fmt.Sprintf("is %d bytes: at most %d", len(c.ClientRack), maxClientRack))
+	case c.ClientRack != strings.TrimSpace(c.ClientRack) || strings.ContainsFunc(c.ClientRack, unicode.IsControl):
+		return fielderr.New("client_rack", fmt.Sprintf("%q has surrounding spaces or control characters", c.ClientRack))
 	}
 	return nil
 }

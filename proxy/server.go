@@ -21,6 +21,7 @@ import (
 	"github.com/kproxy/kproxy/proxy/stream"
 	"github.com/kproxy/kproxy/relay"
 	"github.com/kproxy/kproxy/sasl"
+	"github.com/kproxy/kproxy/telemetry"
 	"github.com/kproxy/kproxy/tracing"
 )
 
@@ -89,7 +90,10 @@ func New(cfg Config, fr framing.Config, tc correlate.Config, log zerolog.Logger,
 	}
 	s := &Server{cfg: cfg, framing: fr, log: log, m: m, tracer: tracer, topics: framing.NewTopicIDs()}
 	s.env = &relay.Env{Framing: fr, Table: tc, Metrics: m.Relay, Tracer: tracer, Topics: s.topics,
-		Policies: &s.policies, Listener: cfg.Listen, MaxUnread: cfg.MaxUnreadBytes}
+		Policies: &s.policies, Listener: cfg.Listen, MaxUnread: cfg.MaxUnreadBytes, Rack: relay.NewRack(cfg.ClientRack)}
+	if cfg.ClientRack != "" {
+		log.Info().Str("client_rack", cfg.ClientRack).Msg("filling the rack id of Fetch requests that carry none")
+	}
 	s.core = core.New(core.Limits{MaxConnections: cfg.MaxConnections, MaxUnreadBytes: cfg.MaxUnreadBytes,
 		MaxBufferedBytes: cfg.MaxBufferedBytes, DialTimeout: cfg.DialTimeout, ReadTimeout: fr.ReadTimeout,
 		WriteTimeout: cfg.WriteTimeout, Linger: cfg.Linger}, s.env, log, m)
@@ -107,6 +111,10 @@ func (s *Server) SetPolicies(e *policy.Engine) { s.policies.Store(e) }
 // changes cluster state and every policy refusal (audit.enabled). Call it
 // before Listen; nil leaves the log off.
 func (s *Server) SetAudit(l *audit.Log) { s.env.Audit = l }
+
+// SetLag makes the server measure consumer lag from the Fetch traffic
+// (telemetry.lag). Call it before Listen; nil leaves it off.
+func (s *Server) SetLag(l *telemetry.Lag) { s.env.Lag = l }
 
 // SetSasl makes the server authenticate every upstream connection itself
 // (sasl.upstream) before relaying the client's first byte, and

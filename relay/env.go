@@ -7,6 +7,7 @@ import (
 	"github.com/kproxy/kproxy/correlate"
 	"github.com/kproxy/kproxy/framing"
 	"github.com/kproxy/kproxy/policy"
+	"github.com/kproxy/kproxy/telemetry"
 	"github.com/kproxy/kproxy/tracing"
 )
 
@@ -41,14 +42,22 @@ type Env struct {
 	// answer) fails with ErrOverflow when the client's unread input
 	// passes it.
 	MaxUnread int
+	// Rack, when set (proxy.client_rack), fills the rack_id of Fetch
+	// requests whose client left it empty.
+	Rack *Rack
+	// Lag, when set (telemetry.lag.enabled), measures consumer lag from
+	// Fetch requests and responses.
+	Lag *telemetry.Lag
 	// Audit, when set, writes a line for every request that changes
 	// cluster state and every policy refusal (audit.enabled).
 	Audit *audit.Log
 }
 
-// readsTopics reports whether anything needs topic names: the tracer, or a
-// rule set.
-func (e *Env) readsTopics() bool { return e.Tracer.On() || !e.Policies.Load().Empty() }
+// readsTopics reports whether anything needs topic names: the tracer, a
+// rule set, or the lag table (Fetch v13+ names topics by id).
+func (e *Env) readsTopics() bool {
+	return e.Tracer.On() || !e.Policies.Load().Empty() || e.Lag != nil
+}
 
 // AddressRewriter gives the response frame a client may see: frame itself
 // when it names no broker, else a copy with kproxy's addresses. An error

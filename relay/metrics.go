@@ -22,6 +22,7 @@ type Metrics struct {
 	Failed           prometheus.Counter
 	Backpressure     prometheus.Counter
 	OversizeAnswered prometheus.Counter
+	RackFilled       prometheus.Counter
 	BytesIn          prometheus.Counter
 	BytesOut         prometheus.Counter
 	perAPI           [framing.MaxKey + 2]atomic.Pointer[apiMetrics]
@@ -50,11 +51,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Times a client was paused because its in-flight table was full."}),
 		OversizeAnswered: prometheus.NewCounter(prometheus.CounterOpts{Name: "kproxy_oversize_answered_total",
 			Help: "Requests over a rule's max_request_bytes, dropped as they arrived and answered with an error."}),
+		RackFilled: prometheus.NewCounter(prometheus.CounterOpts{Name: "kproxy_fetch_rack_filled_total",
+			Help: "Fetch requests whose empty rack_id kproxy filled with proxy.client_rack."}),
 	}
 	m.Latency = &LatencyVec{m: m, desc: prometheus.NewDesc("kproxy_request_duration_seconds",
 		"Time from a whole request read to its response written, by Kafka API.", []string{"api"}, nil)}
 	for _, c := range []prometheus.Collector{m.Requests, m.Responses, m.Latency, m.Bytes, m.InFlight,
-		m.Failed, m.Backpressure, m.OversizeAnswered} {
+		m.Failed, m.Backpressure, m.OversizeAnswered, m.RackFilled} {
 		reg.MustRegister(c)
 	}
 	m.BytesIn = m.Bytes.WithLabelValues("client_to_upstream")

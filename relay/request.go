@@ -49,6 +49,9 @@ func (s *Session) Request(frame []byte, up *Batch, mayWait bool) error {
 	e := correlate.Entry{Kind: correlate.Forwarded, APIKey: h.APIKey, APIVersion: h.APIVersion,
 		ClientID: h.CorrelationID, Start: s.in.stamp(), ReqBytes: len(frame)}
 	body := framing.NewBody(h, frame)
+	if s.lag != nil {
+		s.lagRequest(frame, h, &body)
+	}
 	var span *tracing.Span
 	if s.peer != nil {
 		span = s.env.Tracer.Start(s.peer, &body, s.table.NextID(), len(frame), e.Start)
@@ -174,6 +177,10 @@ func (s *Session) Request(frame []byte, up *Batch, mayWait bool) error {
 		return err
 	}
 	framing.SetRequestCorrelationID(frame, id)
+	if h.APIKey == framing.KeyFetch && s.env.Rack != nil {
+		s.addFetch(frame, h, up)
+		return nil
+	}
 	up.Add(frame)
 	return nil
 }

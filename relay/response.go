@@ -57,6 +57,9 @@ func (s *Session) Response(frame []byte, out *Batch) error {
 		if e.APIKey == framing.KeyMetadata && s.env.readsTopics() {
 			s.env.Topics.Learn(frame, e.APIVersion)
 		}
+		if e.APIKey == framing.KeyFetch && s.lag != nil {
+			s.lag.Response(frame, e.APIVersion, s.out.stamp())
+		}
 	}
 	s.out.bytes += int64(len(frame))
 	out.Add(frame)

@@ -1,6 +1,7 @@
 package relay
 
 import (
+	"github.com/kproxy/kproxy/telemetry"
 	"sync/atomic"
 	"time"
 
@@ -76,6 +77,9 @@ type Session struct {
 	upPrincipal string
 	// client is the client's address, for audit lines.
 	client string
+	// lag measures this connection's consumer lag (telemetry.lag); nil
+	// when off. Its own lock serves both paths.
+	lag *telemetry.LagSession
 
 	// Owned by the client writer: the responses of the batch being
 	// written, and the traced ones among them, whose spans end once the
@@ -98,7 +102,7 @@ type ending struct {
 // tracer (nil when tracing is off).
 func New(env *Env, link Link, log zerolog.Logger, peer *tracing.Peer) *Session {
 	return &Session{env: env, link: link, log: log, peer: peer,
-		table: correlate.New(env.Table.MaxInFlight), out: tally{responses: true}}
+		table: correlate.New(env.Table.MaxInFlight), out: tally{responses: true}, lag: env.Lag.NewSession(env.Topics)}
 }
 
 // Stats are a session's totals, for its closing log line.

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 
 	"gopkg.in/yaml.v3"
 
@@ -69,6 +70,7 @@ func (o *options) load() (config.File, *yaml.Node, error) {
 			return f, nil, err
 		}
 	}
+	f.Proxy.ApplyEnv(os.Getenv)
 	given := map[string]bool{}
 	o.fs.Visit(func(fl *flag.Flag) { given[fl.Name] = true })
 	// A flag on the command line wins even when empty: --admin "" turns the

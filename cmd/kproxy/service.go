@@ -20,6 +20,7 @@ import (
 	"github.com/kproxy/kproxy/policy"
 	"github.com/kproxy/kproxy/proxy"
 	"github.com/kproxy/kproxy/sasl"
+	"github.com/kproxy/kproxy/telemetry"
 	"github.com/kproxy/kproxy/tlsconf"
 	"github.com/kproxy/kproxy/tracing"
 )
@@ -92,6 +93,9 @@ func start(cfg config.File, spans sdktrace.SpanExporter) (*service, error) {
 		return nil, err
 	}
 	srv.SetAudit(auditLog)
+	lag := telemetry.NewLag(cfg.Telemetry.Lag)
+	lag.Register(reg)
+	srv.SetLag(lag)
 	if err := srv.Listen(); err != nil {
 		certs.Close()
 		auditLog.Close()

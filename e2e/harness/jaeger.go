@@ -221,6 +221,26 @@ type SpanV3 struct {
 		TraceID string `json:"traceId"`
 		SpanID  string `json:"spanId"`
 	} `json:"links"`
+	Attributes []struct {
+		Key   string `json:"key"`
+		Value struct {
+			StringValue string `json:"stringValue"`
+			IntValue    string `json:"intValue"` // OTLP JSON writes 64-bit integers as strings
+		} `json:"value"`
+	} `json:"attributes"`
+}
+
+// Attr is the span attribute key as text, "" when absent.
+func (s SpanV3) Attr(key string) string {
+	for _, a := range s.Attributes {
+		if a.Key == key {
+			if a.Value.IntValue != "" {
+				return a.Value.IntValue
+			}
+			return a.Value.StringValue
+		}
+	}
+	return ""
 }
 
 // SpansV3 queries /api/v3/traces for a service's spans named operation

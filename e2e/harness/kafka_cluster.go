@@ -353,6 +353,8 @@ func (c *KafkaCluster) properties(n *ClusterNode) string {
 		"auto.leader.rebalance.enable=true",
 		"leader.imbalance.check.interval.seconds=5",
 		"log.flush.interval.messages=1000000",
+		"broker.rack=" + Rack(n.ID),
+		"replica.selector.class=" + rackSelector,
 	}
 	return strings.Join(lines, "\n") + "\n"
 }

@@ -23,9 +23,16 @@ type ClusterKproxy struct {
 // /readyz answers 200.
 func StartClusterKproxy(t testing.TB, name string, c *KafkaCluster, extra ...string) *ClusterKproxy {
 	t.Helper()
+	return StartClusterKproxyWith(t, name, c, "", extra...)
+}
+
+// StartClusterKproxyWith is StartClusterKproxy with more sections of
+// kproxy.yaml (YAML text, not cluster:).
+func StartClusterKproxyWith(t testing.TB, name string, c *KafkaCluster, sections string, extra ...string) *ClusterKproxy {
+	t.Helper()
 	ids := len(c.Nodes)
 	base := FreePortRange(t, ids)
-	conf := fmt.Sprintf("cluster:\n  node_port_base: %d\n  node_ids: {min: 1, max: %d}\n", base, ids)
+	conf := fmt.Sprintf("cluster:\n  node_port_base: %d\n  node_ids: {min: 1, max: %d}\n", base, ids) + sections
 	path := filepath.Join(t.TempDir(), name+".yaml")
 	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)

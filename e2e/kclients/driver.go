@@ -148,6 +148,9 @@ const (
 	// not only its error code.
 	AdminMessage Feature = "admin-error-message"
 	PerfTools    Feature = "perf-tools"
+	// RackFetch is a consumer that fetches with Fetch v11 or later, the
+	// versions with a rack_id (KIP-392).
+	RackFetch Feature = "rack-fetch"
 )
 
 // Driver is one client library.

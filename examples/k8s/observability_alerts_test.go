@@ -185,6 +185,34 @@ var alertScenarios = []alertScenario{
 		until: 40 * time.Minute, quiet: true,
 	},
 	{
+		alert: "KproxyConsumerLagGrowing", name: "a group losing 100 records a minute",
+		// Two partitions: one gains 60 records of lag a minute, the other
+		// 40; the lag passes 1000 at 10m. The group on orders-audit lags
+		// 5000 records all along but keeps pace.
+		load: `load 1m
+			kproxy_consumer_lag_records{client_id="app", group="billing", topic="orders", partition="0", ` + podA + `} 0+60x60
+			kproxy_consumer_lag_records{client_id="app", group="billing", topic="orders", partition="1", ` + podA + `} 0+40x60
+			kproxy_consumer_lag_records{client_id="app", group="audit", topic="orders-audit", partition="all", ` + podA + `} 5000x60`,
+		until: 50 * time.Minute,
+		checks: []alertCheck{
+			{at: 24 * time.Minute}, // above 1000 and rising since 10m: pending, for: 15m
+			{at: 26 * time.Minute, firing: []firingAlert{{
+				labels:      map[string]string{"alertname": "KproxyConsumerLagGrowing", "namespace": "kafka", "pod": "kafka-0", "client_id": "app", "group": "billing", "topic": "orders", "severity": "warning"},
+				summary:     "consumer group billing falls behind on orders (kafka/kafka-0)",
+				description: []string{"app in group billing gained 1.5k", "more than 1000 records behind"},
+			}}},
+		},
+	},
+	{
+		alert: "KproxyConsumerLagGrowing", name: "a group that catches up every 10 minutes, and one slightly behind",
+		// billing builds 3000 records of lag and drains it every 10
+		// minutes; audit rises for an hour but stays under 1000.
+		load: `load 1m
+			kproxy_consumer_lag_records{client_id="app", group="billing", topic="orders", partition="0", ` + podA + `} 0+300x9 0 0+300x9 0 0+300x9 0 0+300x9 0 0+300x9 0 0+300x9
+			kproxy_consumer_lag_records{client_id="app", group="audit", topic="orders", partition="0", ` + podB + `} 0+15x60`,
+		until: 60 * time.Minute, quiet: true,
+	},
+	{
 		alert: "KproxySpansDropped", name: "half a span a second dropped",
 		load: `load 30s
 			kproxy_trace_spans_dropped_total{` + podA + `} 0x10 15+15x80`,

@@ -91,6 +91,7 @@ func TestObservabilityMetricsExist(t *testing.T) {
 		`kproxy_tls_handshakes_total{result="not_tls",side="client"}`,
 		`kproxy_trace_spans_exported_total`,
 		`kproxy_ready`,
+		`kproxy_consumer_lag_records{client_id="observability-consumer",group="observability",partition="0",topic="orders"}`,
 	})
 	driveFault(t, fault)
 	waitMetrics(t, faultAdmin, fault, series, []string{
@@ -244,6 +245,9 @@ policies:
       match: {apis: [Produce], topics: [orders]}
       limits: {bytes_per_second: 4096, key: client_id}
       action: throttle
+telemetry:
+  lag:
+    enabled: true
 `, mainListen, upstream, mainAdmin, otlpAddr, crt, key)
 	p := runKproxy(t, bin, config, mainAdmin)
 	return mainEnv{proc: p, ca: ca}
@@ -269,6 +273,20 @@ func driveMain(t *testing.T, env mainEnv) {
 			t.Fatalf("produce %d to orders: %v\n%s", i, err, env.out.String())
 		}
 	}
+	// A group consumer reads them back: its lag is measured.
+	cons, err := kgo.NewClient(kgo.SeedBrokers(mainListen), kgo.DialTLSConfig(tlsConfig), kgo.ClientID("observability-consumer"),
+		kgo.ConsumerGroup("observability"), kgo.ConsumeTopics("orders"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for read := 0; read < 2; {
+		fs := cons.PollFetches(ctx)
+		if ctx.Err() != nil {
+			t.Fatalf("read %d of the 2 records of orders: %v\n%s", read, ctx.Err(), env.out.String())
+		}
+		read += fs.NumRecords()
+	}
+	cons.Close()
 	err = cl.ProduceSync(ctx, &kgo.Record{Topic: "audit.log", Value: []byte("x")}).FirstErr()
 	if !errors.Is(err, kerr.TopicAuthorizationFailed) {
 		t.Fatalf("produce to audit.log: %v, want TOPIC_AUTHORIZATION_FAILED from the reject rule", err)

@@ -5,13 +5,16 @@ package node_test
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -65,13 +68,18 @@ func clientDeployment(name string, k *kfake.Cluster, args ...string) *appsv1.Dep
 // front of brokers outside the cluster. The kubelet starts the sidecar
 // and waits for its startup probe before the app, so the app's very
 // first connection (one dial, one ApiVersions, no retry) succeeds; its
-// records are acknowledged and read back through kproxy.
+// records are acknowledged and read back through kproxy. The node is in
+// a zone, which the API server's PodTopologyLabels admission copies to
+// the pod and the sidecar reads through the downward API: every Fetch
+// the app sent without a rack reaches the brokers with the pod's zone.
 func TestClientPodShape(t *testing.T) {
 	c := nodeCluster(t)
 	k := outsideBrokers(t, 3, 0)
+	racks := watchRacks(k)
 	c.startInjector(t)
 	ns := c.namespace(t, "client-shape", map[string]string{"kproxy.io/inject": "enabled"})
 	dep := clientDeployment("orders", k, "--brokers", "127.0.0.1:9092", "--topic", "client-shape", "--count", "100", "--hold")
+	c.nodeZone(t, "zone-a")
 	c.createInjected(t, ns, dep)
 	var pod corev1.Pod
 	waitFor(t, 3*time.Minute, "the orders pod's app read its records", func() bool {
@@ -88,6 +96,9 @@ func TestClientPodShape(t *testing.T) {
 		}
 		return false
 	})
+	if z := pod.Labels["topology.kubernetes.io/zone"]; z != "zone-a" {
+		t.Fatalf("the pod's zone label is %q: the PodTopologyLabels admission did not copy the node's", z)
+	}
 	out := c.logs(t, ns, pod.Name, "app")
 	for _, want := range []string{"first-dial ok", "produced 100", "read 100"} {
 		if !strings.Contains(out, want) {
@@ -128,6 +139,51 @@ func TestClientPodShape(t *testing.T) {
 	if total < 2 || total != sum(relayed) {
 		t.Fatalf("kproxy relayed connections to %v, want them all to the brokers %v, and more than the first dial:\n%s", relayed, k.ListenAddrs(), plog)
 	}
+	if got := racks.seen(); len(got) != 1 || got["zone-a"] == 0 {
+		t.Fatalf("the brokers read Fetch requests with racks %v, want only the pod's zone-a", got)
+	}
+}
+
+// nodeZone labels the node with zone (topology.kubernetes.io/zone), as a
+// cloud's node controller does, until the end of the test.
+func (c *cluster) nodeZone(t *testing.T, zone string) {
+	t.Helper()
+	patch := func(v any) {
+		b, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]any{"topology.kubernetes.io/zone": v}}})
+		if code, body, err := c.do("PATCH", "/api/v1/nodes/"+nodeName, b); err != nil || code != 200 {
+			t.Errorf("label the node's zone %v: %d %v: %s", v, code, err, body)
+		}
+	}
+	patch(zone)
+	t.Cleanup(func() { patch(nil) })
+}
+
+// fetchRacks counts the rack ids of the Fetch requests (v11+) a kfake
+// cluster reads.
+type fetchRacks struct {
+	mu    sync.Mutex
+	racks map[string]int
+}
+
+// watchRacks has k report every Fetch, then answer it as usual.
+func watchRacks(k *kfake.Cluster) *fetchRacks {
+	r := &fetchRacks{racks: map[string]int{}}
+	k.ControlKey(int16(kmsg.Fetch), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		k.KeepControl()
+		if f := req.(*kmsg.FetchRequest); f.Version >= 11 {
+			r.mu.Lock()
+			r.racks[f.Rack]++
+			r.mu.Unlock()
+		}
+		return nil, nil, false
+	})
+	return r
+}
+
+func (r *fetchRacks) seen() map[string]int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return maps.Clone(r.racks)
 }
 
 func sum(m map[string]int) int {
