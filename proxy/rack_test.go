@@ -75,18 +75,9 @@ func withClientRack(rack string) envOpt {
 // franz-go consumer with opts, through env.
 func rackRoundTrip(t *testing.T, env *testEnv, topic string, n int, opts ...kgo.Opt) {
 	t.Helper()
+	produceOneByOne(t, env, topic, n)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	prod, err := kgo.NewClient(kgo.SeedBrokers(env.addr), kgo.DefaultProduceTopic(topic), kgo.AllowAutoTopicCreation())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prod.Close()
-	for i := range n {
-		if err := prod.ProduceSync(ctx, &kgo.Record{Key: keyOf(i), Value: valueOf(i)}).FirstErr(); err != nil {
-			t.Fatalf("produce %d: %v", i, err)
-		}
-	}
 	cons, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(env.addr), kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())}, opts...)...)
 	if err != nil {

@@ -243,3 +243,36 @@ func TestLagBounds(t *testing.T) {
 	text = scrape(t, l)
 	has(t, text, "kproxy_consumer_lag_dropped_total{} 18") // 40 - 2 own - 20 folded
 }
+
+// A Fetch naming more partitions than a session keeps is measured up to
+// the bound, and the rest ignored: memory stays bounded whatever a
+// client names.
+func TestLagSessionBound(t *testing.T) {
+	l, _ := newTestLag(10)
+	s := l.NewSession(framing.NewTopicIDs())
+	parts := map[int32]int64{}
+	for p := int32(0); p < maxSessionPartitions+5000; p++ {
+		parts[p] = 0
+	}
+	request(t, s, fetchReq(12, -1, 0, map[string]map[int32]int64{"many": parts}, nil))
+	if s.count != maxSessionPartitions {
+		t.Fatalf("%d partitions kept, want the bound %d", s.count, maxSessionPartitions)
+	}
+	s.Response(fetchResp(12, part{topic: "many", partition: 0, hw: 5}), 12, l.now())
+	if n := len(l.series) + l.nFolded; n != 1 {
+		t.Fatalf("%d entries in the table after one partition answered", n)
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	if err := Defaults().Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{0, -1, maxSeriesLimit + 1} {
+		c := Defaults()
+		c.Lag.MaxSeries = n
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "lag.max_series") {
+			t.Fatalf("max_series %d: %v", n, err)
+		}
+	}
+}
