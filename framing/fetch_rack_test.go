@@ -36,6 +36,17 @@ func rackFetch(v int16, rack string) (*kmsg.FetchRequest, []byte) {
 	return req, kmsg.NewRequestFormatter(kmsg.FormatterClientID("c")).AppendRequest(nil, req, 7)
 }
 
+// rackOf is where a Fetch request's rack_id is, as the relay reads it
+// from the request's walk: ok false for versions without the field or a
+// frame that does not walk.
+func rackOf(frame []byte, h framing.RequestHeader) (off, n int, empty, ok bool) {
+	info, ok := framing.WalkFetchRequest(frame, h, nil)
+	if !ok || h.APIVersion < 11 {
+		return 0, 0, false, false
+	}
+	return info.RackOffset, info.RackLen, info.RackEmpty, true
+}
+
 // fillRack is the splice kproxy's relay makes: the frame with rack in
 // place of its empty rack_id, and the size prefix to match.
 func fillRack(frame []byte, off, n int, rack string, v int16) []byte {
@@ -57,7 +68,7 @@ func TestFetchRackEveryVersion(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			off, n, empty, ok := framing.FetchRack(frame, h)
+			off, n, empty, ok := rackOf(frame, h)
 			if !ok || empty != (own == "") {
 				t.Fatalf("v%d rack %q: ok %v empty %v", v, own, ok, empty)
 			}
@@ -84,7 +95,7 @@ func TestFetchRackEveryVersion(t *testing.T) {
 			if a, b := want.AppendTo(nil), got.AppendTo(nil); string(a) != string(b) {
 				t.Fatalf("v%d: the fill changed more than rack_id", v)
 			}
-			if _, _, empty, ok := framing.FetchRack(filled, h2); !ok || empty {
+			if _, _, empty, ok := rackOf(filled, h2); !ok || empty {
 				t.Fatalf("v%d: the filled frame's rack reads ok %v empty %v", v, ok, empty)
 			}
 		}
@@ -96,14 +107,14 @@ func TestFetchRackEveryVersion(t *testing.T) {
 func TestFetchRackNotFound(t *testing.T) {
 	_, old := rackFetch(10, "")
 	h, _ := framing.ParseRequestHeader(old)
-	if _, _, _, ok := framing.FetchRack(old, h); ok {
+	if _, _, _, ok := rackOf(old, h); ok {
 		t.Fatal("found rack_id in a Fetch v10")
 	}
 	for _, v := range []int16{11, 12, 13, kmsg.NewPtrFetchRequest().MaxVersion()} {
 		_, frame := rackFetch(v, "")
 		h, _ := framing.ParseRequestHeader(frame)
 		for cut := h.BodyOffset; cut < len(frame); cut++ {
-			if _, _, _, ok := framing.FetchRack(frame[:cut], h); ok {
+			if _, _, _, ok := rackOf(frame[:cut], h); ok {
 				t.Fatalf("v%d cut at %d of %d: found rack_id", v, cut, len(frame))
 			}
 		}
@@ -117,7 +128,7 @@ func TestFetchRackNotFound(t *testing.T) {
 				bad[h.BodyOffset+4+4+4+4+1+4+4] = 0x7f
 			}
 		}
-		if _, _, _, ok := framing.FetchRack(bad, h); ok {
+		if _, _, _, ok := rackOf(bad, h); ok {
 			t.Fatalf("v%d: found rack_id behind a forged count", v)
 		}
 	}
@@ -125,7 +136,7 @@ func TestFetchRackNotFound(t *testing.T) {
 	prod.Version = 9
 	frame := kmsg.NewRequestFormatter().AppendRequest(nil, prod, 1)
 	h, _ = framing.ParseRequestHeader(frame)
-	if _, _, _, ok := framing.FetchRack(frame, h); ok {
+	if _, _, _, ok := rackOf(frame, h); ok {
 		t.Fatal("found rack_id in a Produce")
 	}
 }

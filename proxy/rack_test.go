@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/kproxy/kproxy/correlate"
 	"github.com/kproxy/kproxy/framing"
+	"github.com/kproxy/kproxy/telemetry"
 )
 
 // fetchRacks counts the rack_id of every Fetch request (v11+) the broker
@@ -209,4 +211,22 @@ func TestClientRackTLS(t *testing.T) {
 	}
 	l.verify(t, 10)
 	racks.onlyRack(t, "TLS", "zone-a")
+}
+
+// TestClientRackWithLag: with telemetry.lag on too, the Fetch is walked
+// once, by the lag table, and the fill uses that walk: the broker still
+// reads kproxy's rack, and the consumer's lag is measured.
+func TestClientRackWithLag(t *testing.T) {
+	var racks fetchRacks
+	lag := telemetry.NewLag(telemetry.LagConfig{Enabled: true, MaxSeries: 10})
+	reg := prometheus.NewRegistry()
+	lag.Register(reg)
+	env := startKfakeWith(t, []kfake.Opt{kfake.NumBrokers(1), kfake.SeedTopics(1, "zoned")},
+		func(s *Server) { s.SetLag(lag) }, racks.watch, withClientRack("zone-a"))
+	rackRoundTrip(t, env, "zoned", 20, kgo.ClientID("zoned-consumer"))
+	racks.onlyRack(t, "no rack, lag on", "zone-a")
+	waitFor(t, 10*time.Second, "zoned-consumer's lag series", func() bool {
+		_, _, ok := lagOf(t, reg, "zoned-consumer", "", "zoned", "0")
+		return ok
+	})
 }

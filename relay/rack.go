@@ -31,16 +31,21 @@ func (r *Rack) encoding(version int16) []byte {
 }
 
 // addFetch adds a Fetch request to up, with the listener's rack in its
-// rack_id when the client left it empty; a client's own rack is never
-// replaced. The frame is spliced around the field, not copied: its size
-// prefix is rewritten in place and up gets the head, the rack and the
-// tail, which the drivers write as one. Nothing is allocated.
-func (s *Session) addFetch(frame []byte, h framing.RequestHeader, up *Batch) {
-	off, n, empty, ok := framing.FetchRack(frame, h)
-	if !ok || !empty {
+// rack_id (v11+) when the client left it empty; a client's own rack is
+// never replaced. info is the request's walk when walked (the lag table
+// walked it already), else it is walked here. The frame is spliced around
+// the field, not copied: its size prefix is rewritten in place and up
+// gets the head, the rack and the tail, which the drivers write as one.
+// Nothing is allocated.
+func (s *Session) addFetch(frame []byte, h framing.RequestHeader, info framing.FetchRequestInfo, walked bool, up *Batch) {
+	if !walked {
+		info, walked = framing.WalkFetchRequest(frame, h, nil)
+	}
+	if !walked || h.APIVersion < 11 || !info.RackEmpty {
 		up.Add(frame)
 		return
 	}
+	off, n := info.RackOffset, info.RackLen
 	enc := s.env.Rack.encoding(h.APIVersion)
 	binary.BigEndian.PutUint32(frame, uint32(len(frame)-framing.SizeLen-n+len(enc)))
 	up.Add(frame[:off])

@@ -49,8 +49,10 @@ func (s *Session) Request(frame []byte, up *Batch, mayWait bool) error {
 	e := correlate.Entry{Kind: correlate.Forwarded, APIKey: h.APIKey, APIVersion: h.APIVersion,
 		ClientID: h.CorrelationID, Start: s.in.stamp(), ReqBytes: len(frame)}
 	body := framing.NewBody(h, frame)
+	var fetch framing.FetchRequestInfo // a Fetch's walk, when lag did it
+	fetchWalked := false
 	if s.lag != nil {
-		s.lagRequest(frame, h, &body)
+		fetch, fetchWalked = s.lagRequest(frame, h, &body)
 	}
 	var span *tracing.Span
 	if s.peer != nil {
@@ -178,7 +180,7 @@ func (s *Session) Request(frame []byte, up *Batch, mayWait bool) error {
 	}
 	framing.SetRequestCorrelationID(frame, id)
 	if h.APIKey == framing.KeyFetch && s.env.Rack != nil {
-		s.addFetch(frame, h, up)
+		s.addFetch(frame, h, fetch, fetchWalked, up)
 		return nil
 	}
 	up.Add(frame)

@@ -65,15 +65,16 @@ func (l *Lag) NewSession(topics *framing.TopicIDs) *LagSession {
 	return &LagSession{lag: l, topics: topics, byName: map[string]*topicState{}}
 }
 
-// Request reads a Fetch request (h its parsed header) sent by client.
-func (s *LagSession) Request(frame []byte, h framing.RequestHeader, client string) {
+// Request reads a Fetch request (h its parsed header) sent by client,
+// and returns what the walk found, for the relay's other uses of it.
+func (s *LagSession) Request(frame []byte, h framing.RequestHeader, client string) (framing.FetchRequestInfo, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.requested = s.requested[:0]
 	info, ok := framing.WalkFetchRequest(frame, h, s.visitRequest)
 	if !ok {
 		s.requested = s.requested[:0]
-		return
+		return info, false
 	}
 	s.client, s.isolation = client, info.Isolation
 	if info.Full() {
@@ -94,6 +95,7 @@ func (s *LagSession) Request(frame []byte, h framing.RequestHeader, client strin
 	if info.Full() && s.count > 2*len(s.requested) {
 		s.forgetLeft()
 	}
+	return info, true
 }
 
 func (s *LagSession) visitRequest(p framing.FetchPartition) {
@@ -188,7 +190,7 @@ func (s *LagSession) Response(frame []byte, version int16, now time.Time) {
 			continue
 		}
 		st.resp = s.resp
-		s.measure(r.ts, st, r.partition, measurement{r.ts.name, r.partition, max(st.end-st.offset, 0), -1})
+		s.measure(st, measurement{r.ts.name, r.partition, max(st.end-st.offset, 0), -1})
 	}
 	if len(s.ms) > 0 {
 		s.lag.resolve(s.client, s.ms, s.vs, s.now.UnixNano())
@@ -199,7 +201,7 @@ func (s *LagSession) Response(frame []byte, version int16, now time.Time) {
 }
 
 // measure records m for st: in place when st holds a live entry.
-func (s *LagSession) measure(ts *topicState, st *partState, partition int32, m measurement) {
+func (s *LagSession) measure(st *partState, m measurement) {
 	if st.v != nil && !st.v.gone.Load() {
 		st.v.set(m, s.now.UnixNano())
 		return
@@ -229,5 +231,5 @@ func (s *LagSession) visitResponse(p framing.FetchedPartition) {
 	if p.FirstTimestamp >= 0 && lag > 0 {
 		secs = max(float64(s.now.UnixMilli()-p.FirstTimestamp)/1000, 0)
 	}
-	s.measure(ts, st, p.Partition, measurement{ts.name, p.Partition, lag, secs})
+	s.measure(st, measurement{ts.name, p.Partition, lag, secs})
 }
