@@ -35,7 +35,9 @@ func TestLoadFull(t *testing.T) {
 	want.Proxy.SocketReceiveBufferBytes = 256 << 10
 	want.Proxy.LargeFrameSendBufferBytes = 1 << 20
 	want.Proxy.ClientRack = "europe-west1-b"
-	want.Telemetry = telemetry.Config{Lag: telemetry.LagConfig{Enabled: true, MaxSeries: 500}}
+	want.Telemetry = telemetry.Config{Lag: telemetry.LagConfig{Enabled: true, MaxSeries: 500},
+		Clients: telemetry.ClientsConfig{Enabled: true, Endpoint: "http://127.0.0.1:9090/api/v1/otlp/v1/metrics", Protocol: "http/protobuf",
+			PushInterval: 15 * time.Second, MaxBytes: 262144, Metrics: []string{"org.apache.kafka.producer.", "org.apache.kafka.consumer."}}}
 	want.Framing.MaxRequestBytes = 1 << 20
 	want.Framing.MaxResponseBytes = 32 << 20
 	want.Framing.ReadTimeout = 10 * time.Second

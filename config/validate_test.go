@@ -51,6 +51,8 @@ func TestValidate(t *testing.T) {
 			"proxy.client_rack", 3, "surrounding spaces"},
 		{"lag max_series 0", "proxy:\n  upstream: b:9092\ntelemetry:\n  lag:\n    enabled: true\n    max_series: 0\n",
 			"telemetry.lag.max_series", 6, "between 1 and 1000000"},
+		{"clients push_interval 1ms", "proxy:\n  upstream: b:9092\ntelemetry:\n  clients:\n    enabled: true\n    push_interval: 1ms\n",
+			"telemetry.clients.push_interval", 6, "between 100ms and 1h0m0s"},
 		{"cluster node ids reversed", "proxy:\n  upstream: b:9092\ncluster:\n  node_port_base: 9100\n  node_ids:\n    min: 5\n    max: 2\n",
 			"cluster.node_ids.max", 7, "at least node_ids.min"},
 		{"cluster ports past 65535", "proxy:\n  upstream: b:9092\ncluster:\n  node_port_base: 65500\n",

@@ -32,6 +32,9 @@ type scenario struct {
 	// rack cells go through the cluster-mode kproxies of the rack column,
 	// with and without proxy.client_rack (compat_rack_test.go).
 	rack bool
+	// clientMetrics cells go through the client-metrics column's kproxy,
+	// which answers KIP-714 itself (compat_clientmetrics_test.go).
+	clientMetrics bool
 	// narrow, when set, is what a cell of the library leaves out of the
 	// scenario for something it lacks: the cell's note when it passes.
 	narrow func(d kclients.Driver) string
@@ -84,6 +87,7 @@ var compatScenarios = []scenario{
 	{name: "admin", apis: []string{"CreateTopics", "DeleteTopics"}, needs: []kclients.Feature{kclients.Admin}, core: true, run: (*cell).admin},
 	{name: "governance", governance: true, apis: []string{"Produce", "Fetch"}, needs: []kclients.Feature{kclients.Acks1}, narrow: governanceNote, run: (*cell).governanceCell},
 	{name: "rack", rack: true, apis: []string{"Fetch"}, needs: []kclients.Feature{kclients.RackFetch}, run: (*cell).rackCell},
+	{name: "client-metrics", clientMetrics: true, apis: []string{"GetTelemetrySubscriptions", "PushTelemetry"}, needs: []kclients.Feature{kclients.ClientMetrics}, run: (*cell).clientMetricsCell},
 	{name: "perf-tools", apis: []string{"Produce", "Fetch"}, needs: []kclients.Feature{kclients.PerfTools}, run: (*cell).perf},
 }
 

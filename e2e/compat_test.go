@@ -49,6 +49,7 @@ func TestCompat(t *testing.T) {
 				env.stitch = startStitchFixture(t, k)
 				env.governance = startGovernanceFixture(t, k)
 				env.rack = startRackFixture(t, env.cluster.kafka, env.stitch.jaeger)
+				env.clientMetrics = startClientMetricsFixture(t, env.cluster.kafka)
 			}
 			t.Run("tls-refusals", env.tls.requireRefusals)
 			if i == 0 {
@@ -107,6 +108,8 @@ type compatEnv struct {
 	stitch      *stitchFixture     // nil but for the newest broker
 	governance  *governanceFixture // nil but for the newest broker
 	rack        *rackFixture       // nil but for the newest broker
+	// clientMetrics is nil but for the newest broker.
+	clientMetrics *clientMetricsFixture
 }
 
 // path is a way to reach the broker.
@@ -131,6 +134,8 @@ func (e *compatEnv) kproxy(s scenario, p path) *harness.Kproxy {
 	case s.rack:
 		kp, _, _ := e.rack.of(p)
 		return kp.Kproxy
+	case s.clientMetrics:
+		return e.clientMetrics.kproxy.Kproxy
 	case s.cluster:
 		return e.cluster.kproxy.Kproxy
 	case s.tls != "":
@@ -190,6 +195,7 @@ func (e *compatEnv) kproxies() []*harness.Kproxy {
 	kps = append(kps, e.stitch.kproxies()...)
 	kps = append(kps, e.governance.kproxies()...)
 	kps = append(kps, e.rack.kproxies()...)
+	kps = append(kps, e.clientMetrics.kproxies()...)
 	return kps
 }
 

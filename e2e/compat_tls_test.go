@@ -45,6 +45,9 @@ func (s scenario) paths() []path {
 	if s.rack {
 		return rackPaths
 	}
+	if s.clientMetrics {
+		return clientMetricsPaths
+	}
 	if s.tls == "" {
 		return paths
 	}

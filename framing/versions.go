@@ -38,6 +38,8 @@ const (
 	KeyStreamsGroupHeartbeat     = int16(kmsg.StreamsGroupHeartbeat)
 	KeyShareFetch                = int16(kmsg.ShareFetch)
 	KeyShareAcknowledge          = int16(kmsg.ShareAcknowledge)
+	KeyGetTelemetrySubscriptions = int16(kmsg.GetTelemetrySubscriptions)
+	KeyPushTelemetry             = int16(kmsg.PushTelemetry)
 )
 
 // apiInfo is what kmsg knows of one API key, flattened into an array at

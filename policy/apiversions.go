@@ -44,3 +44,23 @@ func ClampVersions(frame []byte, version int16, hideUnknown bool, hidden []int16
 	r.ApiKeys = keep
 	return EncodeResponse(r, framing.ResponseCorrelationID(frame))
 }
+
+// OfferVersions makes an ApiVersions response offer version 0 of each key
+// in keys, whether or not the broker does: the APIs kproxy answers itself
+// (client telemetry). A response with an error code is left as it is.
+func OfferVersions(frame []byte, version int16, keys []int16) []byte {
+	resp, err := framing.DecodeResponse(frame, framing.KeyApiVersions, version)
+	if err != nil || resp == nil {
+		return frame
+	}
+	r := resp.(*kmsg.ApiVersionsResponse)
+	if r.ErrorCode != 0 {
+		return frame
+	}
+	r.ApiKeys = slices.DeleteFunc(r.ApiKeys, func(k kmsg.ApiVersionsResponseApiKey) bool { return slices.Contains(keys, k.ApiKey) })
+	for _, k := range keys {
+		r.ApiKeys = append(r.ApiKeys, kmsg.ApiVersionsResponseApiKey{ApiKey: k})
+	}
+	slices.SortFunc(r.ApiKeys, func(a, b kmsg.ApiVersionsResponseApiKey) int { return int(a.ApiKey) - int(b.ApiKey) })
+	return EncodeResponse(r, framing.ResponseCorrelationID(frame))
+}

@@ -116,6 +116,11 @@ func (s *Server) SetAudit(l *audit.Log) { s.env.Audit = l }
 // (telemetry.lag). Call it before Listen; nil leaves it off.
 func (s *Server) SetLag(l *telemetry.Lag) { s.env.Lag = l }
 
+// SetClients makes the server answer the client telemetry APIs itself
+// and export what clients push (telemetry.clients). Call it before
+// Listen; nil leaves them to the broker.
+func (s *Server) SetClients(c *telemetry.Clients) { s.env.Clients = c }
+
 // SetSasl makes the server authenticate every upstream connection itself
 // (sasl.upstream) before relaying the client's first byte, and
 // re-authenticate it before the broker's session expires. Clients then

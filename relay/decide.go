@@ -29,7 +29,7 @@ const ThrottlePoll = 100 * time.Millisecond
 // InlineMaxBytes, room for each in the table, no rule that could
 // throttle, none a size rule must judge from its header, no SASL v0
 // exchange (frames may wait for the broker's answer) or
-// re-authentication due, and no Produce whose records the tracer or a
+// re-authentication due, no PushTelemetry kproxy answers, and no Produce whose records the tracer or a
 // rule may inflate (a decompression bomb must not stall the poller). When it says
 // yes it pins the rules it judged by for that batch (PinRules).
 func (s *Session) RequestsInline(buf []byte) bool {
@@ -46,6 +46,9 @@ func (s *Session) RequestsInline(buf []byte) bool {
 	}
 	if keys.produce && (s.env.Tracer.InflatesRecords() || eng.ReadsRecords()) {
 		return false // records may be inflated: by the tracer, or to judge a rule
+	}
+	if keys.push && s.env.Clients != nil {
+		return false // kproxy inflates and decodes pushed metrics itself
 	}
 	if limit := eng.MaxFrame(); limit > 0 && largest > limit {
 		return false // refused frames are judged from their header where they may wait
@@ -101,8 +104,9 @@ func nextExempt(r framing.Source) bool {
 
 // frameKeys is what scanFrames saw of a batch's request keys: a
 // SaslHandshake (the frames behind it may have to wait for its answer)
-// and a Produce (its records may be inflated for trace links).
-type frameKeys struct{ handshake, produce bool }
+// a Produce (its records may be inflated for trace links) and a
+// PushTelemetry (kproxy inflates it when it answers client telemetry).
+type frameKeys struct{ handshake, produce, push bool }
 
 // scanFrames counts the frames in buf, with the largest frame's size,
 // and reports whether they are all whole, valid (within limit) and
@@ -124,6 +128,8 @@ func scanFrames(b []byte, limit int, requests bool) (k, largest int, keys frameK
 				keys.handshake = true
 			case framing.KeyProduce:
 				keys.produce = true
+			case framing.KeyPushTelemetry:
+				keys.push = true
 			}
 		}
 		b = b[framing.SizeLen+int(size):]

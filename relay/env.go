@@ -48,6 +48,10 @@ type Env struct {
 	// Lag, when set (telemetry.lag.enabled), measures consumer lag from
 	// Fetch requests and responses.
 	Lag *telemetry.Lag
+	// Clients, when set (telemetry.clients.enabled), answers the client
+	// telemetry APIs (KIP-714) in the broker's place and exports what
+	// clients push.
+	Clients *telemetry.Clients
 	// Audit, when set, writes a line for every request that changes
 	// cluster state and every policy refusal (audit.enabled).
 	Audit *audit.Log

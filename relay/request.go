@@ -158,6 +158,10 @@ func (s *Session) Request(frame []byte, up *Batch, mayWait bool) error {
 			return PolicyCloseError{v}
 		}
 	}
+	if s.env.Clients != nil && clientTelemetryAPI(h.APIKey) {
+		withSpan(&e, span)
+		return s.answerTelemetry(&body, string(h.ClientID), e, up, mayWait)
+	}
 	if span != nil && h.APIKey == framing.KeyProduce {
 		// Sampled: records that carry no trace context get the span's
 		// (tracing.propagation.inject), after the rules judged them as
@@ -212,12 +216,18 @@ func (s *Session) answer(body *framing.Body, e correlate.Entry, v policy.Verdict
 // the request's place, and has the driver write it at once if nothing is
 // ahead of it.
 func (s *Session) queueResponse(resp kmsg.Response, e correlate.Entry, v policy.Verdict, up *Batch, mayWait bool) error {
+	s.log.Debug().Str("rule", v.Rule).Str("api", framing.Name(e.APIKey)).Int16("error_code", v.Code).Str("reason", v.Reason).Msg("request refused by policy")
+	return s.queueAnswer(resp, e, up, mayWait)
+}
+
+// queueAnswer puts resp, kproxy's own answer, in the request's place, and
+// has the driver write it at once if nothing is ahead of it.
+func (s *Session) queueAnswer(resp kmsg.Response, e correlate.Entry, up *Batch, mayWait bool) error {
 	e.Kind, e.Response = correlate.Synthetic, policy.EncodeResponse(resp, e.ClientID)
 	if _, err := s.push(e, up, mayWait); err != nil {
 		s.env.Tracer.Fail(spanOf(e), "kproxy.connection_closed")
 		return err
 	}
-	s.log.Debug().Str("rule", v.Rule).Str("api", framing.Name(e.APIKey)).Int16("error_code", v.Code).Str("reason", v.Reason).Msg("request refused by policy")
 	s.in.apply(s) // count the request before its answer
 	return s.link.Answer(!mayWait)
 }

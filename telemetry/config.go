@@ -8,7 +8,8 @@ import (
 
 // Config is the `telemetry:` section of kproxy.yaml.
 type Config struct {
-	Lag LagConfig `yaml:"lag"`
+	Clients ClientsConfig `yaml:"clients"`
+	Lag     LagConfig     `yaml:"lag"`
 }
 
 // LagConfig is telemetry.lag: consumer lag from the Fetch traffic.
@@ -28,10 +29,15 @@ type LagConfig struct {
 const maxSeriesLimit = 1_000_000
 
 // Defaults returns the section as used when kproxy.yaml leaves it out.
-func Defaults() Config { return Config{Lag: LagConfig{MaxSeries: 10_000}} }
+func Defaults() Config {
+	return Config{Clients: clientsDefaults(), Lag: LagConfig{MaxSeries: 10_000}}
+}
 
 // Validate reports the first invalid field.
 func (c Config) Validate() error {
+	if err := c.Clients.validate(); err != nil {
+		return err
+	}
 	if c.Lag.MaxSeries < 1 || c.Lag.MaxSeries > maxSeriesLimit {
 		return fielderr.New("lag.max_series", fmt.Sprintf("must be between 1 and %d", maxSeriesLimit))
 	}

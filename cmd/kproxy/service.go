@@ -36,6 +36,9 @@ type service struct {
 	reg    *prometheus.Registry
 	certs  *tlsconf.Store // the tls section's files, reloaded as they change
 	audit  *audit.Log     // nil when audit.enabled is false
+	// clients answers and exports client telemetry; nil when
+	// telemetry.clients is off.
+	clients *telemetry.Clients
 	// beforeDrain, when set, runs once a signal arrives and before the
 	// drain: demo stops its own clients there, so they are not drained.
 	beforeDrain func()
@@ -96,15 +99,23 @@ func start(cfg config.File, spans sdktrace.SpanExporter) (*service, error) {
 	lag := telemetry.NewLag(cfg.Telemetry.Lag)
 	lag.Register(reg)
 	srv.SetLag(lag)
+	clients, err := startClientMetrics(cfg, reg, log)
+	if err != nil {
+		certs.Close()
+		auditLog.Close()
+		return nil, err
+	}
+	srv.SetClients(clients)
 	if err := srv.Listen(); err != nil {
 		certs.Close()
 		auditLog.Close()
+		clients.Close(0)
 		return nil, err
 	}
 	srv.LimitMemory()
 	pm := policy.NewMetrics(reg)
 	srv.SetPolicies(policy.New(cfg.Policies, pm))
-	s := &service{cfg: cfg, log: log, proxy: srv, tracer: tracer, pm: pm, reg: reg, certs: certs, audit: auditLog}
+	s := &service{cfg: cfg, log: log, proxy: srv, tracer: tracer, pm: pm, reg: reg, certs: certs, audit: auditLog, clients: clients}
 	if auditLog != nil {
 		log.Info().Str("output", cfg.Audit.Output).Msg("audit log on: one line per change to the cluster and per policy refusal")
 	}
@@ -165,6 +176,7 @@ func (s *service) waitSignal(done <-chan struct{}) {
 	if err := s.tracer.Shutdown(flush); err != nil {
 		s.log.Warn().Err(err).Msg("spans not flushed")
 	}
+	s.clients.Close(5 * time.Second) // after the drain: no push comes in any more
 	if s.admin != nil {
 		shut, cancelShut := context.WithTimeout(context.Background(), time.Second)
 		defer cancelShut()
@@ -186,4 +198,24 @@ func firstEnv(names ...string) string {
 		}
 	}
 	return ""
+}
+
+// startClientMetrics starts telemetry.clients' exporter, nil when the
+// section is off.
+func startClientMetrics(cfg config.File, reg prometheus.Registerer, log zerolog.Logger) (*telemetry.Clients, error) {
+	c := cfg.Telemetry.Clients
+	if !c.Enabled {
+		return nil, nil
+	}
+	col, err := c.Collector(cfg.Tracing.Endpoint, cfg.Tracing.Protocol, os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	clients, err := telemetry.NewClients(c, col, telemetry.NewClientsMetrics(reg), os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	log.Info().Str("endpoint", col.Endpoint).Str("protocol", col.Protocol).Dur("push_interval", c.PushInterval).
+		Msg("client metrics on: kproxy answers KIP-714 telemetry and exports it over OTLP")
+	return clients, nil
 }

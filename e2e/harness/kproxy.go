@@ -36,7 +36,7 @@ type Kproxy struct {
 	AdminAddr string // /healthz /readyz /metrics
 
 	name, upstream string   // for Restart
-	extra          []string // for Restart
+	extra, env     []string // for Restart
 }
 
 // StartKproxyDemo runs `kproxy demo` on free loopback ports: kproxy in
@@ -90,14 +90,22 @@ func (k *Kproxy) Shutdown(t testing.TB, timeout time.Duration) {
 func StartKproxy(t testing.TB, name, listen, upstream string, extra ...string) *Kproxy {
 	t.Helper()
 	admin := fmt.Sprintf("127.0.0.1:%d", FreePorts(t, 1)[0])
-	return startKproxyAt(t, name, listen, admin, upstream, extra)
+	return startKproxyAt(t, name, listen, admin, upstream, extra, nil)
 }
 
-func startKproxyAt(t testing.TB, name, listen, admin, upstream string, extra []string) *Kproxy {
+// StartKproxyEnv is StartKproxy with env ("K=V") added to kproxy's
+// environment, such as the pod names the downward API passes.
+func StartKproxyEnv(t testing.TB, name, listen, upstream string, env []string, extra ...string) *Kproxy {
 	t.Helper()
-	k := &Kproxy{Addr: listen, AdminAddr: admin, upstream: upstream, name: name, extra: extra}
+	admin := fmt.Sprintf("127.0.0.1:%d", FreePorts(t, 1)[0])
+	return startKproxyAt(t, name, listen, admin, upstream, extra, env)
+}
+
+func startKproxyAt(t testing.TB, name, listen, admin, upstream string, extra, env []string) *Kproxy {
+	t.Helper()
+	k := &Kproxy{Addr: listen, AdminAddr: admin, upstream: upstream, name: name, extra: extra, env: env}
 	args := append([]string{"run", "--listen", listen, "--upstream", upstream, "--admin", admin}, extra...)
-	k.Proc = Start(t, name, KproxyBinary(t), args, Env(), "")
+	k.Proc = Start(t, name, KproxyBinary(t), args, Env(env...), "")
 	if err := waitHTTP(k.Proc, "http://"+admin+"/readyz", 20*time.Second); err != nil {
 		t.Fatalf("%s did not become ready: %v\n%s", name, err, k.Tail(20))
 	}
@@ -111,7 +119,7 @@ func (k *Kproxy) Restart(t testing.TB, drain time.Duration) *Kproxy {
 	if err := k.Stop(syscall.SIGTERM, drain); err != nil {
 		t.Fatalf("%s after SIGTERM: %v\n%s", k.name, err, k.Tail(20))
 	}
-	return startKproxyAt(t, k.name, k.Addr, k.AdminAddr, k.upstream, k.extra)
+	return startKproxyAt(t, k.name, k.Addr, k.AdminAddr, k.upstream, k.extra, k.env)
 }
 
 // Metric is the value of a Prometheus sample line of kproxy's /metrics

@@ -151,6 +151,9 @@ const (
 	// RackFetch is a consumer that fetches with Fetch v11 or later, the
 	// versions with a rack_id (KIP-392).
 	RackFetch Feature = "rack-fetch"
+	// ClientMetrics is a client that pushes its own metrics with
+	// PushTelemetry when a broker offers it (KIP-714).
+	ClientMetrics Feature = "client-metrics"
 )
 
 // Driver is one client library.

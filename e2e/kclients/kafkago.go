@@ -24,6 +24,8 @@ func (KafkaGo) Unsupported(f Feature) string {
 		return "kafka-go's Writer writes record batches without a producer id: no idempotent or transactional produce"
 	case KIP848:
 		return "kafka-go implements only the classic consumer group protocol (no KIP-848)"
+	case ClientMetrics:
+		return "kafka-go implements no client metrics push (KIP-714)"
 	case RackFetch:
 		return "kafka-go's Reader fetches with Fetch v10 at most, which has no rack_id (KIP-392 needs v11)"
 	}

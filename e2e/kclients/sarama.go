@@ -23,6 +23,8 @@ func (Sarama) Unsupported(f Feature) string {
 	switch f {
 	case KIP848:
 		return "sarama implements only the classic consumer group protocol (no KIP-848)"
+	case ClientMetrics:
+		return "sarama implements no client metrics push (KIP-714)"
 	}
 	return ""
 }

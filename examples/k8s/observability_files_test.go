@@ -368,7 +368,7 @@ func TestDashboardStructure(t *testing.T) {
 			}
 		}
 	}
-	if want := []string{"Traffic", "Latency", "Errors", "Policies", "Connections", "Tracing", "TLS", "SASL", "Consumers"}; !slices.Equal(rows, want) {
+	if want := []string{"Traffic", "Latency", "Errors", "Policies", "Connections", "Tracing", "TLS", "SASL", "Consumers", "Client metrics"}; !slices.Equal(rows, want) {
 		t.Errorf("rows %v, want %v", rows, want)
 	}
 }

@@ -92,6 +92,8 @@ func TestObservabilityMetricsExist(t *testing.T) {
 		`kproxy_trace_spans_exported_total`,
 		`kproxy_ready`,
 		`kproxy_consumer_lag_records{client_id="observability-consumer",group="observability",partition="0",topic="orders"}`,
+		`kproxy_client_metrics_pushes_total{result="ok"}`,
+		`kproxy_client_metrics_exported_total`,
 	})
 	driveFault(t, fault)
 	waitMetrics(t, faultAdmin, fault, series, []string{
@@ -248,6 +250,9 @@ policies:
 telemetry:
   lag:
     enabled: true
+  clients:
+    enabled: true
+    push_interval: 1s
 `, mainListen, upstream, mainAdmin, otlpAddr, crt, key)
 	p := runKproxy(t, bin, config, mainAdmin)
 	return mainEnv{proc: p, ca: ca}

@@ -64,6 +64,9 @@ def unsupported(librdkafka):
         u["sasl-scram512"] = (f"kcat's librdkafka {librdkafka} repeats the client nonce in its SCRAM "
                               "client-final-message (fixed in librdkafka 2.6.1, confluentinc/librdkafka#4895): "
                               "Kafka 4.x brokers reject it as invalid credentials (3.9 brokers still accept it)")
+    if vtuple(librdkafka) < (2, 5):
+        u["client-metrics"] = (f"kcat's librdkafka {librdkafka} predates client metrics push "
+                               "(KIP-714, from librdkafka 2.5.0)")
     if vtuple(librdkafka) < (2, 10):
         u["kip848"] = (f"kcat's librdkafka {librdkafka} predates the KIP-848 consumer group "
                        "protocol (group.protocol=consumer, generally available from librdkafka 2.10)")

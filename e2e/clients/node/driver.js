@@ -15,6 +15,7 @@ const KAFKAJS_VERSION = require('kafkajs/package.json').version;
 const unsupported = {
   kip848: 'kafkajs implements only the classic group protocol (JoinGroup/SyncGroup), not KIP-848',
   'perf-tools': 'ships no load tools',
+  'client-metrics': 'kafkajs implements no client metrics push (KIP-714)',
   'admin-error-message':
     "kafkajs's admin client drops a CreateTopics answer's error_message: its response parser " +
     '(CreateTopics v1+, protocol/requests/createTopics) raises KafkaJSCreateTopicError from the error code alone',
