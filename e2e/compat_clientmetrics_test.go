@@ -71,7 +71,9 @@ func (c *cell) clientMetricsCell() error {
 	}
 	// Series sampled since the cell began, by client id and job (the
 	// service.name kproxy sets to the client id when the client sets none).
-	q := fmt.Sprintf(`count by (client_id, job) (timestamp({__name__=~"org[._]apache[._]kafka[._].+"}) > %d)`, start.Add(-time.Second).Unix())
+	// timestamp() drops the metric name, so it is copied to a label first.
+	q := fmt.Sprintf(`count by (client_id, job) (timestamp(label_replace({__name__=~"org[._]apache[._]kafka[._].+"}, "metric", "$1", "__name__", "(.+)")) > %d)`,
+		start.Add(-time.Second).Unix())
 	deadline := time.Now().Add(clientMetricsWait)
 	for {
 		vec, err := f.prom.Query(ctx, q)

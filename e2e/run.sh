@@ -76,7 +76,9 @@ echo "== e2e: go vet"
 go vet ./...
 
 echo "== e2e: go test"
-go test -count=1 -v -timeout 45m "$@" ./...
+# -json through summary.py: the same output as -v, then each failed test
+# named again with its last lines.
+go test -count=1 -json -timeout 45m "$@" ./... | python3 summary.py
 
 # A full run (no go test arguments) rewrote COMPAT.md; copy it into
 # docs/compatibility.md.

@@ -2,11 +2,7 @@ package proxy
 
 import (
 	"context"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,71 +11,21 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
-	colmetricspb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/kproxy/kproxy/framing"
+	"github.com/kproxy/kproxy/internal/otlptest"
 	"github.com/kproxy/kproxy/telemetry"
 )
-
-// metricsSink is an OTLP/HTTP metrics receiver keeping, per client id
-// resource attribute, the metric names it was sent.
-type metricsSink struct {
-	mu    sync.Mutex
-	names map[string]map[string]bool
-}
-
-func startMetricsSink(t *testing.T) (*metricsSink, string) {
-	s := &metricsSink{names: map[string]map[string]bool{}}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		b, _ := io.ReadAll(r.Body)
-		req := new(colmetricspb.ExportMetricsServiceRequest)
-		if err := proto.Unmarshal(b, req); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		for _, rm := range req.ResourceMetrics {
-			client := ""
-			for _, kv := range rm.Resource.GetAttributes() {
-				if kv.Key == "client_id" {
-					client = kv.Value.GetStringValue()
-				}
-			}
-			if s.names[client] == nil {
-				s.names[client] = map[string]bool{}
-			}
-			for _, sm := range rm.ScopeMetrics {
-				for _, m := range sm.Metrics {
-					s.names[client][m.Name] = true
-				}
-			}
-		}
-	}))
-	t.Cleanup(srv.Close)
-	return s, srv.URL + "/v1/metrics"
-}
-
-func (s *metricsSink) of(client string) []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []string
-	for n := range s.names[client] {
-		out = append(out, n)
-	}
-	return out
-}
 
 // TestClientMetricsFromFranzGo: with telemetry.clients on, kproxy offers
 // the KIP-714 APIs to a franz-go client in front of a broker that has
 // none, answers them itself, and exports what the client pushes, labelled
 // with its client id. The broker sees neither API.
 func TestClientMetricsFromFranzGo(t *testing.T) {
-	sink, endpoint := startMetricsSink(t)
+	sink := otlptest.NewMetricsSink(t, nil)
 	cfg := telemetry.Defaults().Clients
 	cfg.Enabled, cfg.PushInterval, cfg.Metrics = true, time.Second, []string{""}
-	clients, err := telemetry.NewClients(cfg, telemetry.Collector{Protocol: "http/protobuf", Endpoint: endpoint},
+	clients, err := telemetry.NewClients(cfg, telemetry.Collector{Protocol: "http/protobuf", Endpoint: sink.URL},
 		telemetry.NewClientsMetrics(prometheus.NewRegistry()), func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
@@ -109,7 +55,7 @@ func TestClientMetricsFromFranzGo(t *testing.T) {
 		}
 	}
 	waitFor(t, 20*time.Second, "franz-go's pushed metrics at the collector, with its client id", func() bool {
-		for _, n := range sink.of("orders-svc") {
+		for _, n := range sink.Names("client_id", "orders-svc") {
 			if strings.HasPrefix(n, "org.apache.kafka.") {
 				return true
 			}

@@ -2,11 +2,7 @@ package telemetry
 
 import (
 	"bytes"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,55 +10,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
-	colmetricspb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	metricspb "go.opentelemetry.io/proto/otlp/metrics/v1"
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/kproxy/kproxy/internal/otlptest"
 	"github.com/kproxy/kproxy/records"
 )
-
-// otlpSink is an OTLP/HTTP metrics endpoint that keeps what it is sent.
-type otlpSink struct {
-	srv   *httptest.Server
-	mu    sync.Mutex
-	got   []*colmetricspb.ExportMetricsServiceRequest
-	block chan struct{} // when set, requests wait on it
-}
-
-func newSink(t *testing.T) *otlpSink {
-	s := &otlpSink{}
-	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.block != nil {
-			<-s.block
-		}
-		if r.URL.Path != "/v1/metrics" || r.Header.Get("Content-Type") != "application/x-protobuf" {
-			http.Error(w, "want a protobuf POST to /v1/metrics", http.StatusBadRequest)
-			return
-		}
-		b, _ := io.ReadAll(r.Body)
-		req := new(colmetricspb.ExportMetricsServiceRequest)
-		if err := proto.Unmarshal(b, req); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		s.mu.Lock()
-		s.got = append(s.got, req)
-		s.mu.Unlock()
-		w.Header().Set("Content-Type", "application/x-protobuf")
-		out, _ := proto.Marshal(&colmetricspb.ExportMetricsServiceResponse{})
-		w.Write(out)
-	}))
-	t.Cleanup(s.srv.Close)
-	return s
-}
-
-func (s *otlpSink) requests() []*colmetricspb.ExportMetricsServiceRequest {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]*colmetricspb.ExportMetricsServiceRequest(nil), s.got...)
-}
 
 func testClients(t *testing.T, endpoint string, mutate func(*ClientsConfig)) (*Clients, *ClientsMetrics, *clock) {
 	t.Helper()
@@ -75,7 +30,7 @@ func testClients(t *testing.T, endpoint string, mutate func(*ClientsConfig)) (*C
 	}
 	m := NewClientsMetrics(prometheus.NewRegistry())
 	env := map[string]string{"POD_NAME": "app-0", "POD_NAMESPACE": "shop", "NODE_NAME": "node-a"}
-	c, err := NewClients(cfg, Collector{Protocol: "http/protobuf", Endpoint: endpoint + "/v1/metrics"}, m, func(k string) string { return env[k] })
+	c, err := NewClients(cfg, Collector{Protocol: "http/protobuf", Endpoint: endpoint}, m, func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,8 +81,8 @@ func attr(attrs []*commonpb.KeyValue, key string) string {
 // TestSubscriptionsAssignInstanceIDs: the zero UUID gets a new instance
 // id, a known one is kept, and the subscription is the configuration's.
 func TestSubscriptionsAssignInstanceIDs(t *testing.T) {
-	sink := newSink(t)
-	c, _, _ := testClients(t, sink.srv.URL, func(cfg *ClientsConfig) { cfg.Metrics = []string{"org.apache.kafka.producer."} })
+	sink := otlptest.NewMetricsSink(t, nil)
+	c, _, _ := testClients(t, sink.URL, func(cfg *ClientsConfig) { cfg.Metrics = []string{"org.apache.kafka.producer."} })
 	a, b := subscribe(t, c), subscribe(t, c)
 	if a.ClientInstanceID == [16]byte{} || a.ClientInstanceID == b.ClientInstanceID {
 		t.Fatalf("instance ids %x and %x: want two distinct, non-zero ids", a.ClientInstanceID, b.ClientInstanceID)
@@ -141,7 +96,7 @@ func TestSubscriptionsAssignInstanceIDs(t *testing.T) {
 		len(a.RequestedMetrics) != 1 || a.RequestedMetrics[0] != "org.apache.kafka.producer." || len(a.AcceptedCompressionTypes) != 5 {
 		t.Fatalf("subscription %+v does not match the configuration", a)
 	}
-	other, _, _ := testClients(t, sink.srv.URL, nil)
+	other, _, _ := testClients(t, sink.URL, nil)
 	if subscribe(t, other).SubscriptionID == a.SubscriptionID {
 		t.Fatal("two different subscriptions share an id: a client would not be told its subscription changed")
 	}
@@ -151,8 +106,8 @@ func TestSubscriptionsAssignInstanceIDs(t *testing.T) {
 // inflated, decoded and exported with kproxy's resource attributes next
 // to the client's own.
 func TestPushEveryCodecExported(t *testing.T) {
-	sink := newSink(t)
-	c, m, ck := testClients(t, sink.srv.URL, nil)
+	sink := otlptest.NewMetricsSink(t, nil)
+	c, m, ck := testClients(t, sink.URL, nil)
 	sub := subscribe(t, c)
 	for _, codec := range sub.AcceptedCompressionTypes {
 		raw := metricsData(t, "org.apache.kafka.producer.record.queue.time.avg")
@@ -170,10 +125,10 @@ func TestPushEveryCodecExported(t *testing.T) {
 		}
 	}
 	deadline := time.Now().Add(10 * time.Second)
-	for len(sink.requests()) < len(sub.AcceptedCompressionTypes) && time.Now().Before(deadline) {
+	for len(sink.Requests()) < len(sub.AcceptedCompressionTypes) && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
-	got := sink.requests()
+	got := sink.Requests()
 	if len(got) != len(sub.AcceptedCompressionTypes) {
 		t.Fatalf("collector got %d exports, want %d", len(got), len(sub.AcceptedCompressionTypes))
 	}
@@ -199,8 +154,8 @@ func TestPushEveryCodecExported(t *testing.T) {
 // TestPushRefusals: each bad push gets the code a broker gives it, and
 // nothing of it is exported.
 func TestPushRefusals(t *testing.T) {
-	sink := newSink(t)
-	c, m, ck := testClients(t, sink.srv.URL, func(cfg *ClientsConfig) { cfg.MaxBytes = 4096 })
+	sink := otlptest.NewMetricsSink(t, nil)
+	c, m, ck := testClients(t, sink.URL, func(cfg *ClientsConfig) { cfg.MaxBytes = 4096 })
 	sub := subscribe(t, c)
 	good := metricsData(t, "org.apache.kafka.consumer.poll.idle.ratio.avg")
 	bomb, _ := records.Deflate(nil, 1, bytes.Repeat([]byte{0}, 1<<20), false) // 1 MiB of zeros, ~1 KiB gzipped
@@ -234,7 +189,7 @@ func TestPushRefusals(t *testing.T) {
 		t.Fatalf("the bomb is %d bytes compressed: it must pass the compressed bound to test the inflated one", len(bomb))
 	}
 	c.Close(5 * time.Second)
-	if n := len(sink.requests()); n != 0 {
+	if n := len(sink.Requests()); n != 0 {
 		t.Fatalf("%d refused pushes were exported", n)
 	}
 }
@@ -242,8 +197,8 @@ func TestPushRefusals(t *testing.T) {
 // TestPushTooSoonThrottled: a second push inside half the interval is
 // throttled, one after it is taken, and a terminating push always is.
 func TestPushTooSoonThrottled(t *testing.T) {
-	sink := newSink(t)
-	c, _, ck := testClients(t, sink.srv.URL, nil)
+	sink := otlptest.NewMetricsSink(t, nil)
+	c, _, ck := testClients(t, sink.URL, nil)
 	sub := subscribe(t, c)
 	good := metricsData(t, "m")
 	if r := c.Push(pushReq(sub, 0, good), ClientMeta{}); r.ErrorCode != 0 {
@@ -267,10 +222,10 @@ func TestPushTooSoonThrottled(t *testing.T) {
 // TestSlowCollectorDropsAndCounts: a collector that does not answer never
 // holds a push; past the queue's bound, pushes are dropped and counted.
 func TestSlowCollectorDropsAndCounts(t *testing.T) {
-	sink := newSink(t)
-	sink.block = make(chan struct{})
-	defer close(sink.block)
-	c, m, ck := testClients(t, sink.srv.URL, nil)
+	block := make(chan struct{})
+	defer close(block)
+	sink := otlptest.NewMetricsSink(t, block)
+	c, m, ck := testClients(t, sink.URL, nil)
 	sub := subscribe(t, c)
 	good := metricsData(t, "m")
 	start := time.Now()
