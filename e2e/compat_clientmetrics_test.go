@@ -69,16 +69,17 @@ func (c *cell) clientMetricsCell() error {
 	if err := c.driver.Produce(ctx, kclients.ProduceOpts{Conn: conn, Topic: c.topic, Acks: "all", Compression: "none", Pace: clientMetricsPace}, want); err != nil {
 		return fmt.Errorf("produce: %w", err)
 	}
-	// Series sampled since the cell began, by client id and job (the
-	// service.name kproxy sets to the client id when the client sets none).
-	// timestamp() drops the metric name, so it is copied to a label first.
-	q := fmt.Sprintf(`count by (client_id, job) (timestamp(label_replace({__name__=~"org[._]apache[._]kafka[._].+"}, "metric", "$1", "__name__", "(.+)")) > %d)`,
-		start.Add(-time.Second).Unix())
+	// Series sampled since the cell began (the query's lookback), by
+	// client id and job (the service.name kproxy sets to the client id
+	// when the client sets none). Samples carry the client's own
+	// collection times: a client made after start samples after it, and
+	// the previous cell's client closed before it.
+	q := `count by (client_id, job) ({__name__=~"org[._]apache[._]kafka[._].+"})`
 	deadline := time.Now().Add(clientMetricsWait)
 	for {
-		vec, err := f.prom.Query(ctx, q)
+		vec, err := f.prom.Query(ctx, q, start)
 		if err == nil && len(vec) > 0 {
-			return clientMetricsSeen(c, vec)
+			return clientMetricsSeen(c, f, vec, start)
 		}
 		if time.Now().After(deadline) {
 			if err != nil {
@@ -95,7 +96,7 @@ func (c *cell) clientMetricsCell() error {
 
 // clientMetricsSeen checks the series of one client: a client id label,
 // which is also its job.
-func clientMetricsSeen(c *cell, vec promql.Vector) error {
+func clientMetricsSeen(c *cell, f *clientMetricsFixture, vec promql.Vector, start time.Time) error {
 	var seen []string
 	for _, s := range vec {
 		id, job := s.Metric.Get("client_id"), s.Metric.Get("job")
@@ -105,8 +106,25 @@ func clientMetricsSeen(c *cell, vec promql.Vector) error {
 		seen = append(seen, fmt.Sprintf("%s: %v series", id, s.F))
 	}
 	if len(vec) != 1 {
-		return fmt.Errorf("series of %d clients since the cell began (%s): want this cell's one producer", len(vec), strings.Join(seen, ", "))
+		return fmt.Errorf("series of %d clients since the cell began at %.3f (%s; newest sample by client: %s): want this cell's one producer",
+			len(vec), float64(start.UnixMilli())/1000, strings.Join(seen, ", "), newestSamples(c, f, start))
 	}
 	c.t.Logf("%s: client metrics in Prometheus by client_id: %s", c.path.name, strings.Join(seen, ", "))
 	return nil
+}
+
+// newestSamples is each client's newest target_info sample time (the
+// resource's, written with every push), for a failure.
+func newestSamples(c *cell, f *clientMetricsFixture, start time.Time) string {
+	ctx, cancel := c.ctx()
+	defer cancel()
+	vec, err := f.prom.Query(ctx, `max by (client_id) (timestamp({__name__="target_info"}))`, start.Add(-5*time.Minute))
+	if err != nil {
+		return err.Error()
+	}
+	var out []string
+	for _, s := range vec {
+		out = append(out, fmt.Sprintf("%s %.3f", s.Metric.Get("client_id"), s.F))
+	}
+	return strings.Join(out, ", ")
 }

@@ -29,9 +29,10 @@ const ThrottlePoll = 100 * time.Millisecond
 // InlineMaxBytes, room for each in the table, no rule that could
 // throttle, none a size rule must judge from its header, no SASL v0
 // exchange (frames may wait for the broker's answer) or
-// re-authentication due, no PushTelemetry kproxy answers, and no Produce whose records the tracer or a
-// rule may inflate (a decompression bomb must not stall the poller). When it says
-// yes it pins the rules it judged by for that batch (PinRules).
+// re-authentication due, no PushTelemetry kproxy answers, and no Produce
+// whose records the tracer or a rule may inflate (a decompression bomb
+// must not stall the poller). When it says yes it pins the rules it
+// judged by for that batch (PinRules).
 func (s *Session) RequestsInline(buf []byte) bool {
 	if s.MayMute() || s.Sasl() || s.ReauthDue() {
 		return false

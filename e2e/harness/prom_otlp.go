@@ -52,9 +52,12 @@ func StartPromOTLP(t testing.TB) *PromOTLP {
 	return &PromOTLP{URL: "http://" + ln.Addr().String() + "/api/v1/otlp/v1/metrics", db: db, engine: engine}
 }
 
-// Query runs an instant PromQL query now.
-func (p *PromOTLP) Query(ctx context.Context, q string) (promql.Vector, error) {
-	qry, err := p.engine.NewInstantQuery(ctx, p.db, nil, q, time.Now())
+// Query runs an instant PromQL query now, its selectors seeing only
+// samples taken since since (the query's lookback delta).
+func (p *PromOTLP) Query(ctx context.Context, q string, since time.Time) (promql.Vector, error) {
+	now := time.Now()
+	opts := promql.NewPrometheusQueryOpts(false, max(now.Sub(since), time.Millisecond), nil)
+	qry, err := p.engine.NewInstantQuery(ctx, p.db, opts, q, now)
 	if err != nil {
 		return nil, err
 	}
