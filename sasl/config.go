@@ -50,6 +50,9 @@ type Upstream struct {
 	// name; an opaque (non-JWT) token is sent as is, with no principal
 	// known.
 	TokenFile string `yaml:"token_file"`
+	// OAuth, instead of TokenFile, makes kproxy fetch and refresh the
+	// token itself from an authorization server (see OAuth).
+	OAuth *OAuth `yaml:"oauth"`
 	// MaxLoginsPerSecond bounds the logins kproxy makes at the brokers,
 	// all upstream connections together (0: 20 a second). A flood of
 	// client connections waits for its turn rather than loading the
@@ -95,13 +98,21 @@ func (c Config) Validate() error {
 			return fielderr.New("upstream.password_file", "is required with mechanism "+u.Mechanism)
 		case u.TokenFile != "":
 			return fielderr.New("upstream.token_file", "is for OAUTHBEARER only; mechanism "+u.Mechanism+" uses username_file and password_file")
+		case u.OAuth != nil:
+			return fielderr.New("upstream.oauth", "is for OAUTHBEARER only; mechanism "+u.Mechanism+" uses username_file and password_file")
 		case u.UsernameFile == u.PasswordFile:
 			return fielderr.New("upstream.password_file", "is the same file as username_file")
 		}
 	case OAuthBearer:
 		switch {
-		case u.TokenFile == "":
-			return fielderr.New("upstream.token_file", "is required with mechanism OAUTHBEARER")
+		case u.TokenFile == "" && u.OAuth == nil:
+			return fielderr.New("upstream.token_file", "or upstream.oauth is required with mechanism OAUTHBEARER")
+		case u.TokenFile != "" && u.OAuth != nil:
+			return fielderr.New("upstream.oauth", "and token_file are two sources of the token: set one")
+		case u.OAuth != nil:
+			if err := u.OAuth.validate(); err != nil {
+				return err
+			}
 		case u.UsernameFile != "":
 			return fielderr.New("upstream.username_file", "is not used with OAUTHBEARER (the principal is the token's subject); remove it")
 		case u.PasswordFile != "":
@@ -130,6 +141,12 @@ func known(m string) bool {
 // files lists the credential files the mechanism reads, by field.
 func (u *Upstream) files() []fileField {
 	if u.Mechanism == OAuthBearer {
+		if o := u.OAuth; o != nil {
+			if o.ClientSecretFile != "" {
+				return []fileField{{"upstream.oauth.client_secret_file", o.ClientSecretFile}}
+			}
+			return []fileField{{"upstream.oauth.client_assertion_file", o.ClientAssertionFile}}
+		}
 		return []fileField{{"upstream.token_file", u.TokenFile}}
 	}
 	return []fileField{{"upstream.username_file", u.UsernameFile}, {"upstream.password_file", u.PasswordFile}}

@@ -32,6 +32,19 @@ func TestValidate(t *testing.T) {
 		{up(Upstream{Mechanism: Plain, UsernameFile: "p", PasswordFile: "p"}), "upstream.password_file", "same file"},
 		{up(Upstream{Mechanism: OAuthBearer, TokenFile: "t", UsernameFile: "u"}), "upstream.username_file", "not used"},
 		{up(Upstream{Mechanism: OAuthBearer, TokenFile: "t", PasswordFile: "p"}), "upstream.password_file", "not used"},
+		{up(Upstream{Mechanism: OAuthBearer, OAuth: &OAuth{TokenEndpoint: "https://idp/token", ClientID: "c", ClientSecretFile: "s"}}), "", ""},
+		{up(Upstream{Mechanism: OAuthBearer, OAuth: &OAuth{TokenEndpoint: "https://idp/token", ClientID: "c", ClientAssertionFile: "a",
+			Extensions: map[string]string{"logicalCluster": "lkc-1", "identityPoolId": "pool-2"}, RefreshAt: 0.5}}), "", ""},
+		{up(Upstream{Mechanism: OAuthBearer, TokenFile: "t", OAuth: &OAuth{TokenEndpoint: "https://idp/token", ClientID: "c", ClientSecretFile: "s"}}), "upstream.oauth", "set one"},
+		{up(Upstream{Mechanism: ScramSHA512, UsernameFile: "u", PasswordFile: "p", OAuth: &OAuth{}}), "upstream.oauth", "OAUTHBEARER only"},
+		{up(Upstream{Mechanism: OAuthBearer, OAuth: &OAuth{ClientID: "c", ClientSecretFile: "s"}}), "upstream.oauth.token_endpoint", "required"},
+		{up(Upstream{Mechanism: OAuthBearer, OAuth: &OAuth{TokenEndpoint: "idp:443", ClientID: "c", ClientSecretFile: "s"}}), "upstream.oauth.token_endpoint", "http(s) URL"},
+		{up(Upstream{Mechanism: OAuthBearer, OAuth: &OAuth{TokenEndpoint: "https://idp/token", ClientSecretFile: "s"}}), "upstream.oauth.client_id", "required"},
+		{up(Upstream{Mechanism: OAuthBearer, OAuth: &OAuth{TokenEndpoint: "https://idp/token", ClientID: "c"}}), "upstream.oauth.client_secret_file", "client_assertion_file is required"},
+		{up(Upstream{Mechanism: OAuthBearer, OAuth: &OAuth{TokenEndpoint: "https://idp/token", ClientID: "c", ClientSecretFile: "s", ClientAssertionFile: "a"}}), "upstream.oauth.client_assertion_file", "set one"},
+		{up(Upstream{Mechanism: OAuthBearer, OAuth: &OAuth{TokenEndpoint: "https://idp/token", ClientID: "c", ClientSecretFile: "s", RefreshAt: 1}}), "upstream.oauth.refresh_at", "below 1"},
+		{up(Upstream{Mechanism: OAuthBearer, OAuth: &OAuth{TokenEndpoint: "https://idp/token", ClientID: "c", ClientSecretFile: "s", Extensions: map[string]string{"auth": "x"}}}), "upstream.oauth.extensions", "not auth"},
+		{up(Upstream{Mechanism: OAuthBearer, OAuth: &OAuth{TokenEndpoint: "https://idp/token", ClientID: "c", ClientSecretFile: "s", Extensions: map[string]string{"pool": "a\x01b"}}}), "upstream.oauth.extensions", "printable"},
 	} {
 		err := tc.c.Validate()
 		var fe *fielderr.Error
@@ -61,6 +74,36 @@ upstream:
 		PasswordFile: "/etc/kproxy/sasl/password", TokenFile: "/etc/kproxy/sasl/token"}
 	if c.Upstream == nil || *c.Upstream != want {
 		t.Errorf("decoded %+v, want %+v", c.Upstream, want)
+	}
+}
+
+// TestOAuthYAMLNames pins sasl.upstream.oauth's names, as the issue
+// gives them.
+func TestOAuthYAMLNames(t *testing.T) {
+	var c Config
+	src := `
+upstream:
+  mechanism: OAUTHBEARER
+  oauth:
+    token_endpoint: https://idp.example/oauth2/token
+    client_id: kafka-orders
+    client_secret_file: /etc/kproxy/oauth/client-secret
+    client_assertion_file: /var/run/secrets/tokens/kafka
+    scope: kafka
+    audience: kafka-cluster
+    ca_file: /etc/kproxy/oauth/ca.crt
+    extensions: {logicalCluster: lkc-1}
+    refresh_at: 0.7
+`
+	if err := yaml.Unmarshal([]byte(src), &c); err != nil {
+		t.Fatal(err)
+	}
+	o := c.Upstream.OAuth
+	if o == nil || o.TokenEndpoint != "https://idp.example/oauth2/token" || o.ClientID != "kafka-orders" ||
+		o.ClientSecretFile != "/etc/kproxy/oauth/client-secret" || o.ClientAssertionFile != "/var/run/secrets/tokens/kafka" ||
+		o.Scope != "kafka" || o.Audience != "kafka-cluster" || o.CAFile != "/etc/kproxy/oauth/ca.crt" ||
+		o.Extensions["logicalCluster"] != "lkc-1" || o.RefreshAt != 0.7 {
+		t.Errorf("decoded %+v", o)
 	}
 }
 

@@ -1,6 +1,10 @@
 package sasl
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 // Metrics are the SASL origination collectors. A nil *Metrics counts
 // nothing, for tests and tools that do not serve metrics.
@@ -11,6 +15,10 @@ type Metrics struct {
 	byKind [2][3]prometheus.Counter
 	// refused counts clients refused without a login, by why.
 	refused *prometheus.CounterVec
+	// tokenFetches[ok] counts fetches from the OAuth token endpoint
+	// (sasl.upstream.oauth); tokenExpiry is the current token's expiry.
+	tokenFetches [2]prometheus.Counter
+	tokenExpiry  prometheus.Gauge
 }
 
 // Authentication kinds and results, the label values of
@@ -37,7 +45,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m.refused = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kproxy_sasl_logins_refused_total",
 		Help: "Client connections reset without a login at the brokers (sasl.upstream), by reason (backoff: logins kept failing; limit: max_logins_per_second or max_concurrent_logins kept it waiting past its deadline)."},
 		[]string{"reason"})
-	reg.MustRegister(m.auths, m.refused)
+	fetches := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "kproxy_oauth_token_fetches_total",
+		Help: "Token requests kproxy made to the OAuth token endpoint (sasl.upstream.oauth), by result (ok, error)."}, []string{"result"})
+	m.tokenFetches = [2]prometheus.Counter{fetches.WithLabelValues(ResultError), fetches.WithLabelValues(ResultOK)}
+	m.tokenExpiry = prometheus.NewGauge(prometheus.GaugeOpts{Name: "kproxy_oauth_token_expiry_timestamp_seconds",
+		Help: "When the OAuth token kproxy authenticates with expires (unix seconds); 0 before the first token (sasl.upstream.oauth)."})
+	reg.MustRegister(m.auths, m.refused, fetches, m.tokenExpiry)
 	for _, r := range []string{RefusedBackoff, RefusedLimit} {
 		m.refused.WithLabelValues(r)
 	}
@@ -75,4 +88,17 @@ func (m *Metrics) refuse(reason string) {
 	if m != nil {
 		m.refused.WithLabelValues(reason).Inc()
 	}
+}
+
+// tokenFetched counts a token fetch and, when it worked, the new expiry.
+func (m *Metrics) tokenFetched(ok bool, expiry time.Time) {
+	if m == nil {
+		return
+	}
+	if !ok {
+		m.tokenFetches[0].Inc()
+		return
+	}
+	m.tokenFetches[1].Inc()
+	m.tokenExpiry.Set(float64(expiry.UnixMilli()) / 1000)
 }

@@ -30,6 +30,9 @@ type Originator struct {
 	failing atomic.Pointer[failure]
 	// worked is when an authentication last worked (unix nanoseconds).
 	worked atomic.Int64
+	// tokens fetches OAUTHBEARER tokens (sasl.upstream.oauth); nil when
+	// the credentials are files.
+	tokens *tokenSource
 }
 
 type failure struct{ err error }
@@ -58,7 +61,23 @@ func New(c Config, m *Metrics, log zerolog.Logger) (*Originator, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	return &Originator{u: *c.Upstream, m: m, log: log, gate: newLoginGate(*c.Upstream, m, log)}, nil
+	o := &Originator{u: *c.Upstream, m: m, log: log, gate: newLoginGate(*c.Upstream, m, log)}
+	if c.Upstream.OAuth != nil {
+		ts, err := newTokenSource(*c.Upstream.OAuth, m, log)
+		if err != nil {
+			return nil, err
+		}
+		o.tokens = ts
+		ts.start()
+	}
+	return o, nil
+}
+
+// Close stops fetching OAuth tokens; nothing else needs stopping.
+func (o *Originator) Close() {
+	if o != nil && o.tokens != nil {
+		o.tokens.close()
+	}
 }
 
 // On reports whether kproxy originates SASL.
@@ -79,6 +98,11 @@ func (o *Originator) Ready() error {
 	if o == nil {
 		return nil
 	}
+	if o.tokens != nil {
+		if err := o.tokens.failure(); err != nil {
+			return fmt.Errorf("upstream SASL OAUTHBEARER: fetching a token failing: %w", err)
+		}
+	}
 	if f := o.failing.Load(); f != nil {
 		return f.err
 	}
@@ -88,7 +112,7 @@ func (o *Originator) Ready() error {
 // WorkedWithin reports whether an authentication worked in the last d and
 // none failed since: a readiness check then need not log in itself.
 func (o *Originator) WorkedWithin(d time.Duration) bool {
-	if o == nil || o.failing.Load() != nil {
+	if o == nil || o.failing.Load() != nil || (o.tokens != nil && o.tokens.failure() != nil) {
 		return false
 	}
 	at := o.worked.Load()
@@ -146,9 +170,9 @@ func (o *Originator) Authenticate(ctx context.Context, rt RoundTrip, host string
 }
 
 func (o *Originator) authenticate(ctx context.Context, rt RoundTrip, host string, prev *Result) (res Result, err error) {
-	creds, err := load(&o.u)
+	creds, err := o.credentials(ctx)
 	if err != nil {
-		return res, fmt.Errorf("reading credentials: %w", err)
+		return res, err
 	}
 	defer func() { err = redacted(err, creds.secrets()) }()
 	res.Principal = creds.principal
@@ -306,7 +330,11 @@ func (o *Originator) mechanism(c credentials) kgosasl.Mechanism {
 	case ScramSHA512:
 		return scram.Auth{User: c.user, Pass: c.pass}.AsSha512Mechanism()
 	default: // OAUTHBEARER: Validate allows nothing else.
-		return oauth.Auth{Token: c.token}.AsMechanism()
+		a := oauth.Auth{Token: c.token}
+		if o.u.OAuth != nil {
+			a.Extensions = o.u.OAuth.Extensions
+		}
+		return a.AsMechanism()
 	}
 }
 
@@ -338,3 +366,20 @@ func (o *Originator) record(ctx context.Context, host string, reauth bool, res R
 // back: a readiness check then reports the last failure instead of
 // logging in itself.
 func (o *Originator) InBackoff() bool { return o != nil && o.gate.inBackoff() }
+
+// credentials are this authentication's: the files read now, or the
+// current OAuth token.
+func (o *Originator) credentials(ctx context.Context) (credentials, error) {
+	if o.tokens != nil {
+		t, err := o.tokens.Token(ctx)
+		if err != nil {
+			return credentials{}, fmt.Errorf("fetching an OAuth token: %w", err)
+		}
+		return credentials{token: t.value, principal: t.subject}, nil
+	}
+	creds, err := load(&o.u)
+	if err != nil {
+		return creds, fmt.Errorf("reading credentials: %w", err)
+	}
+	return creds, nil
+}

@@ -2,6 +2,8 @@ package telemetry
 
 import (
 	"encoding/binary"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -30,12 +32,15 @@ func newTestLag(max int) (*Lag, *clock) {
 func fetchReq(v int16, epoch int32, iso int8, parts map[string]map[int32]int64, forgotten map[string][]int32) []byte {
 	req := kmsg.NewPtrFetchRequest()
 	req.Version, req.ReplicaID, req.SessionID, req.SessionEpoch, req.IsolationLevel = v, -1, 1, epoch, iso
-	for topic, ps := range parts {
+	// In sorted order, so a test knows which partitions come first (a
+	// session keeps the first maxSessionPartitions).
+	for _, topic := range slices.Sorted(maps.Keys(parts)) {
+		ps := parts[topic]
 		t := kmsg.NewFetchRequestTopic()
 		t.Topic, t.TopicID = topic, idOf(topic)
-		for p, off := range ps {
+		for _, p := range slices.Sorted(maps.Keys(ps)) {
 			rp := kmsg.NewFetchRequestTopicPartition()
-			rp.Partition, rp.FetchOffset = p, off
+			rp.Partition, rp.FetchOffset = p, ps[p]
 			t.Partitions = append(t.Partitions, rp)
 		}
 		req.Topics = append(req.Topics, t)

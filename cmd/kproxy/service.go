@@ -39,6 +39,8 @@ type service struct {
 	// clients answers and exports client telemetry; nil when
 	// telemetry.clients is off.
 	clients *telemetry.Clients
+	// orig authenticates to the brokers; nil without sasl.upstream.
+	orig *sasl.Originator
 	// beforeDrain, when set, runs once a signal arrives and before the
 	// drain: demo stops its own clients there, so they are not drained.
 	beforeDrain func()
@@ -93,6 +95,7 @@ func start(cfg config.File, spans sdktrace.SpanExporter) (*service, error) {
 		Namespace: firstEnv("K8S_NAMESPACE_NAME", "POD_NAMESPACE")})
 	if err != nil {
 		certs.Close()
+		orig.Close()
 		return nil, err
 	}
 	srv.SetAudit(auditLog)
@@ -102,12 +105,14 @@ func start(cfg config.File, spans sdktrace.SpanExporter) (*service, error) {
 	clients, err := startClientMetrics(cfg, reg, log)
 	if err != nil {
 		certs.Close()
+		orig.Close()
 		auditLog.Close()
 		return nil, err
 	}
 	srv.SetClients(clients)
 	if err := srv.Listen(); err != nil {
 		certs.Close()
+		orig.Close()
 		auditLog.Close()
 		clients.Close(0)
 		return nil, err
@@ -115,7 +120,7 @@ func start(cfg config.File, spans sdktrace.SpanExporter) (*service, error) {
 	srv.LimitMemory()
 	pm := policy.NewMetrics(reg)
 	srv.SetPolicies(policy.New(cfg.Policies, pm))
-	s := &service{cfg: cfg, log: log, proxy: srv, tracer: tracer, pm: pm, reg: reg, certs: certs, audit: auditLog, clients: clients}
+	s := &service{cfg: cfg, log: log, proxy: srv, tracer: tracer, pm: pm, reg: reg, certs: certs, audit: auditLog, clients: clients, orig: orig}
 	if auditLog != nil {
 		log.Info().Str("output", cfg.Audit.Output).Msg("audit log on: one line per change to the cluster and per policy refusal")
 	}
@@ -177,6 +182,7 @@ func (s *service) waitSignal(done <-chan struct{}) {
 		s.log.Warn().Err(err).Msg("spans not flushed")
 	}
 	s.clients.Close(5 * time.Second) // after the drain: no push comes in any more
+	s.orig.Close()                   // after the drain: no login is needed any more
 	if s.admin != nil {
 		shut, cancelShut := context.WithTimeout(context.Background(), time.Second)
 		defer cancelShut()
