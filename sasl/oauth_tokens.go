@@ -67,12 +67,12 @@ type tokenSource struct {
 	log    zerolog.Logger
 	now    func() time.Time
 
-	mu       sync.Mutex
-	cur      *token
-	flight   chan struct{} // closed when the fetch under way ends
-	failing  error         // the last fetch's error, nil once one worked
-	backoff  time.Duration // the wait after the last failure
-	nextTry  time.Time     // no fetch on demand before it, after a failure
+	mu      sync.Mutex
+	cur     *token
+	flight  chan struct{} // closed when the fetch under way ends
+	failing error         // the last fetch's error, nil once one worked
+	backoff time.Duration // the wait after the last failure
+	nextTry time.Time     // no fetch on demand before it, after a failure
 	// base is cancelled by close: fetches under way end with it.
 	base     context.Context
 	cancel   context.CancelFunc
