@@ -310,6 +310,52 @@ var alertScenarios = []alertScenario{
 		until: 2 * time.Hour, quiet: true,
 	},
 	{
+		alert: "KproxyOAuthTokenFetchFailing", name: "endpoint down from 5m",
+		// Fetches work every 30 s until 5m, then each fails (retried).
+		load: `load 30s
+			kproxy_oauth_token_fetches_total{result="ok", ` + podA + `} 0+1x10 10x50
+			kproxy_oauth_token_fetches_total{result="error", ` + podA + `} 0x10 1+1x50`,
+		until: 25 * time.Minute,
+		checks: []alertCheck{
+			{at: 9 * time.Minute}, // no ok fetch in the window from 10m; pending from then
+			{at: 16 * time.Minute, firing: []firingAlert{{
+				labels:      map[string]string{"alertname": "KproxyOAuthTokenFetchFailing", "namespace": "kafka", "pod": "kafka-0", "severity": "warning"},
+				summary:     "kproxy in kafka/kafka-0 cannot fetch OAuth tokens",
+				description: []string{"token requests failed in the last 5", "/readyz names the endpoint's answer"},
+			}}},
+		},
+	},
+	{
+		alert: "KproxyOAuthTokenFetchFailing", name: "one failure among working fetches",
+		load: `load 30s
+			kproxy_oauth_token_fetches_total{result="ok", ` + podA + `} 0+1x60
+			kproxy_oauth_token_fetches_total{result="error", ` + podA + `} 0x20 1x40`,
+		until: 30 * time.Minute, quiet: true,
+	},
+	{
+		alert: "KproxyOAuthTokenExpiring", name: "no successor for a 10-minute token",
+		// A token expiring at 10m, fetched at 0; no successor comes.
+		load: `load 30s
+			kproxy_oauth_token_expiry_timestamp_seconds{` + podA + `} 600x40`,
+		until: 20 * time.Minute,
+		checks: []alertCheck{
+			{at: 8*time.Minute + 30*time.Second}, // 90 s left: pending
+			{at: 9*time.Minute + 30*time.Second, firing: []firingAlert{{
+				labels:      map[string]string{"alertname": "KproxyOAuthTokenExpiring", "namespace": "kafka", "pod": "kafka-0", "severity": "critical"},
+				summary:     "kproxy in kafka/kafka-0 has an OAuth token about to expire with no successor",
+				description: []string{"and kproxy has not fetched the next"},
+			}}},
+		},
+	},
+	{
+		alert: "KproxyOAuthTokenExpiring", name: "tokens renewed at 0.8 of 5 minutes, and a pod without OAuth",
+		// Each 5-minute token is followed by the next at 4m.
+		load: `load 30s
+			kproxy_oauth_token_expiry_timestamp_seconds{` + podA + `} 300x7 540x7 780x7 1020x7 1260x7 1500x7
+			kproxy_oauth_token_expiry_timestamp_seconds{` + podB + `} 0x50`,
+		until: 22 * time.Minute, quiet: true,
+	},
+	{
 		alert: "KproxySASLAuthenticationFailing", name: "a wrong Secret from 5m",
 		// Every series exists at 0 from the start. From 5m each initial
 		// authentication fails: clients reconnect, 2 failures a scrape.
