@@ -79,7 +79,10 @@ type originationPath struct {
 	mechanism string
 	tls       bool // tls.upstream to a SASL_SSL listener
 	consumer  bool // a consumer; the producer otherwise
-	listen    func(harness.OriginationSlot) (proxy, broker string)
+	// idp makes kproxy fetch its OAUTHBEARER tokens from the broker's
+	// OAuth issuer (sasl.upstream.oauth) instead of a token file.
+	idp    bool
+	listen func(harness.OriginationSlot) (proxy, broker string)
 }
 
 var originationPaths = []originationPath{
@@ -88,16 +91,68 @@ var originationPaths = []originationPath{
 	{name: "consume-oauthbearer", mechanism: "OAUTHBEARER", consumer: true, listen: func(s harness.OriginationSlot) (string, string) { return s.ProxyOAuth, s.OAuth }},
 }
 
+// oauthPaths are the oauth column's: kproxy holds only an OAuth client
+// secret, fetches tokens from Hydra and refreshes them, and Kafka
+// validates each against Hydra's keys and ends the session at its expiry.
+var oauthPaths = []originationPath{
+	{name: "produce-oauth", mechanism: "OAUTHBEARER", idp: true, listen: func(s harness.OriginationSlot) (string, string) { return s.ProxyJWT, s.JWT }},
+	{name: "consume-oauth", mechanism: "OAUTHBEARER", idp: true, consumer: true, listen: func(s harness.OriginationSlot) (string, string) { return s.ProxyJWT, s.JWT }},
+}
+
+// originationColumn is a column whose cells run all at once, each client
+// without credentials through kproxies that authenticate themselves.
+type originationColumn struct {
+	scenario string // its compatScenarios name
+	paths    []originationPath
+	run      time.Duration // how long each client produces or consumes
+	records  int
+	// lifetime bounds a session at the broker; a connection in use for
+	// minReauths of them must have been re-authenticated that often.
+	lifetime   time.Duration
+	minReauths int
+	// sessions checks the listeners grant the sessions the cells rely on.
+	sessions func(t *testing.T, k *harness.Kafka)
+}
+
+// originationColumns run at once, on the newest broker.
+var originationColumns = []originationColumn{
+	{scenario: "sasl-origination", paths: originationPaths, run: originationRun, records: originationRecords,
+		lifetime: harness.ReauthLifetime, minReauths: originationMinReauths, sessions: requireSessionLifetimes},
+	{scenario: "oauth", paths: oauthPaths, run: oauthRun, records: oauthRecords,
+		lifetime: harness.HydraTokenLifetime, minReauths: oauthMinReauths, sessions: requireTokenSessions},
+}
+
+// The oauth column's clients run for three token lifetimes.
+const (
+	oauthRun        = 3 * harness.HydraTokenLifetime
+	oauthRecords    = 360
+	oauthMinReauths = 2
+)
+
 // authSeries is kproxy's counter of its SASL authentications of kind
 // (initial, reauth) with result (ok, error).
 func authSeries(kind, result string) string {
 	return `kproxy_sasl_authentications_total{kind="` + kind + `",result="` + result + `"}`
 }
 
-// runOrigination runs the column's cells, all at once, and records them
-// in m. The broker was started WithOrigination(len(driverEntries)).
-func (e *compatEnv) runOrigination(t *testing.T, m *matrix, version string) {
-	fixture := t.Run("fixture", func(t *testing.T) { requireSessionLifetimes(t, e.kafka) })
+// runOriginations runs the origination columns at once (each waits on
+// clocks far more than it computes).
+func (e *compatEnv) runOriginations(t *testing.T, m *matrix, version string) {
+	var wg sync.WaitGroup
+	for _, col := range originationColumns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			t.Run(col.scenario, func(t *testing.T) { e.runOrigination(t, m, version, col) })
+		}()
+	}
+	wg.Wait()
+}
+
+// runOrigination runs col's cells, all at once, and records them in m.
+// The broker was started WithOrigination(len(driverEntries)).
+func (e *compatEnv) runOrigination(t *testing.T, m *matrix, version string, col originationColumn) {
+	fixture := t.Run("fixture", func(t *testing.T) { col.sessions(t, e.kafka) })
 	// Each cell's t.Run in a goroutine of its own rather than t.Parallel:
 	// -parallel defaults to GOMAXPROCS, two cells at a time on a small
 	// machine, and these cells wait far more than they compute.
@@ -106,15 +161,15 @@ func (e *compatEnv) runOrigination(t *testing.T, m *matrix, version string) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done() // here: a cell that -run leaves out runs no function
-			t.Run(entry.id, func(t *testing.T) { runOriginationEntry(t, m, version, entry, slot, e.kafka, fixture) })
+			t.Run(entry.id, func(t *testing.T) { runOriginationEntry(t, m, version, col, entry, slot, e.kafka, fixture) })
 		}()
 	}
 	wg.Wait()
 }
 
 // runOriginationEntry runs entry's cell in slot and records it in m.
-func runOriginationEntry(t *testing.T, m *matrix, version string, entry *driverEntry, slot int, k *harness.Kafka, fixture bool) {
-	s := originationScenario()
+func runOriginationEntry(t *testing.T, m *matrix, version string, col originationColumn, entry *driverEntry, slot int, k *harness.Kafka, fixture bool) {
+	s := scenarioNamed(col.scenario)
 	d := entry.driver(t)
 	m.named(entry, d.Name())
 	if why := s.unsupported(d); why != "" {
@@ -122,24 +177,24 @@ func runOriginationEntry(t *testing.T, m *matrix, version string, entry *driverE
 		return
 	}
 	if !fixture {
-		m.set(version, entry, s.name, cellFail, "the broker's origination listeners did not grant the session lifetime; see the fixture test")
+		m.set(version, entry, s.name, cellFail, "the broker's listeners did not grant the sessions the cells rely on; see the fixture test")
 		t.Fatal("the fixture check failed")
 	}
 	m.set(version, entry, s.name, cellFail, "failed before it finished; see the test log")
-	if err := runOriginationCell(t, k, k.Origination.Slots[slot], d); err != nil {
+	if err := runOriginationCell(t, k, col, k.Origination.Slots[slot], d); err != nil {
 		m.set(version, entry, s.name, cellFail, err.Error())
 		t.Fatal(err)
 	}
 	m.set(version, entry, s.name, cellPass, "")
 }
 
-func originationScenario() scenario {
+func scenarioNamed(name string) scenario {
 	for _, s := range compatScenarios {
-		if s.origination {
+		if s.name == name {
 			return s
 		}
 	}
-	panic("no sasl-origination scenario in compatScenarios")
+	panic("no scenario " + name + " in compatScenarios")
 }
 
 // requireSessionLifetimes checks, direct to each origination listener,
@@ -192,9 +247,13 @@ func startOriginationKproxy(t *testing.T, k *harness.Kafka, slot harness.Origina
 		return path
 	}
 	conf := "sasl:\n  upstream:\n    mechanism: " + p.mechanism + "\n"
-	if p.mechanism == "OAUTHBEARER" {
+	switch h := k.Origination.Issuer; {
+	case p.idp:
+		conf += fmt.Sprintf("    oauth:\n      token_endpoint: %s\n      client_id: %s\n      client_secret_file: %q\n      audience: %s\n",
+			h.TokenURL, h.ClientID, write("client-secret", h.Secret), harness.HydraAudience)
+	case p.mechanism == "OAUTHBEARER":
 		conf += fmt.Sprintf("    token_file: %q\n", write("token", harness.OAuthToken(time.Hour)))
-	} else {
+	default:
 		conf += fmt.Sprintf("    username_file: %q\n    password_file: %q\n",
 			write("username", harness.ScramUser), write("password", harness.ScramPassword))
 	}
@@ -207,34 +266,34 @@ func startOriginationKproxy(t *testing.T, k *harness.Kafka, slot harness.Origina
 }
 
 // runOriginationCell runs one library's cell in slot.
-func runOriginationCell(t *testing.T, k *harness.Kafka, slot harness.OriginationSlot, d kclients.Driver) error {
+func runOriginationCell(t *testing.T, k *harness.Kafka, col originationColumn, slot harness.OriginationSlot, d kclients.Driver) error {
 	lib := slug(d.Name())
 	dir := t.TempDir()
-	kps := make([]*harness.Kproxy, len(originationPaths))
-	for i, p := range originationPaths {
+	kps := make([]*harness.Kproxy, len(col.paths))
+	for i, p := range col.paths {
 		kps[i] = startOriginationKproxy(t, k, slot, p, lib, dir)
 	}
-	topic := slug(d.Name() + "-sasl-origination")
+	topic := slug(d.Name() + "-" + col.scenario)
 	k.CreateTopic(t, topic, compatParts)
-	want := records(topic, originationRecords)
+	want := records(topic, col.records)
 
 	start := time.Now()
-	ctx, cancel := context.WithTimeout(context.Background(), originationRun+3*compatTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), col.run+3*compatTimeout)
 	defer cancel()
-	errs := make([]error, len(originationPaths))
-	got := make([][]kclients.Delivered, len(originationPaths))
+	errs := make([]error, len(col.paths))
+	got := make([][]kclients.Delivered, len(col.paths))
 	var wg sync.WaitGroup
-	for i, p := range originationPaths {
+	for i, p := range col.paths {
 		conn := kclients.Conn{Bootstrap: kps[i].Addr} // no SASL, no TLS: kproxy holds both
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			if p.consumer {
 				got[i], errs[i] = d.Consume(ctx, kclients.ConsumeOpts{Conn: conn, Topic: topic, Group: topic + "-" + p.name,
-					Count: len(want), Timeout: originationRun + compatTimeout, Protocol: "classic", Members: 1})
+					Count: len(want), Timeout: col.run + compatTimeout, Protocol: "classic", Members: 1})
 			} else {
 				errs[i] = d.Produce(ctx, kclients.ProduceOpts{Conn: conn, Topic: topic, Acks: "all", Compression: "none",
-					Pace: originationRun / originationRecords}, want)
+					Pace: col.run / time.Duration(col.records)}, want)
 			}
 			if errs[i] != nil {
 				errs[i] = fmt.Errorf("%s: %w", p.name, errs[i])
@@ -244,7 +303,7 @@ func runOriginationCell(t *testing.T, k *harness.Kafka, slot harness.Origination
 	wg.Wait()
 	t.Logf("clients done in %v", time.Since(start).Round(time.Millisecond))
 	var problems []error
-	for i, p := range originationPaths {
+	for i, p := range col.paths {
 		if errs[i] != nil {
 			problems = append(problems, errs[i])
 			continue
@@ -260,8 +319,8 @@ func runOriginationCell(t *testing.T, k *harness.Kafka, slot harness.Origination
 	}
 	// The kproxies' own findings count even when a client failed: they
 	// say why, often.
-	for i, p := range originationPaths {
-		if err := checkOrigination(t, kps[i], p); err != nil {
+	for i, p := range col.paths {
+		if err := checkOrigination(t, kps[i], col, p); err != nil {
 			problems = append(problems, fmt.Errorf("%s: %w", p.name, err))
 		}
 	}
@@ -302,7 +361,7 @@ func (c *conn) life() time.Duration {
 // its bootstrap connection, a request in flight, milliseconds after
 // learning the brokers; clients close with a fetch in flight, and may
 // open a connection to leave their group, as they finish.
-func checkOrigination(t *testing.T, kp *harness.Kproxy, p originationPath) error {
+func checkOrigination(t *testing.T, kp *harness.Kproxy, col originationColumn, p originationPath) error {
 	deadline := time.Now().Add(15 * time.Second)
 	for kp.Metric(t, "kproxy_connections_open") > 0 {
 		if time.Now().After(deadline) {
@@ -353,7 +412,7 @@ func checkOrigination(t *testing.T, kp *harness.Kproxy, p originationPath) error
 		}
 		life := c.life()
 		lives = append(lives, fmt.Sprintf("%v/%d", life.Round(time.Second), c.closed.Requests))
-		if life >= originationMinReauths*harness.ReauthLifetime && c.closed.Requests > originationBusyRequests {
+		if life >= time.Duration(col.minReauths)*col.lifetime && c.closed.Requests > originationBusyRequests {
 			busy++
 		}
 		why := ""
@@ -361,7 +420,7 @@ func checkOrigination(t *testing.T, kp *harness.Kproxy, p originationPath) error
 		case c.closed.Reason != "client closed":
 			note("a connection was closed by kproxy or the broker after %v (%s: %s)", life.Round(time.Millisecond), c.closed.Reason, c.closed.Error)
 			why = c.closed.Reason
-		case c.closed.Failed > 0 && life >= harness.ReauthLifetime:
+		case c.closed.Failed > 0 && life >= col.lifetime:
 			why = fmt.Sprintf("the client gave up a connection with %d requests unanswered after %v", c.closed.Failed, life.Round(time.Millisecond))
 		}
 		if why != "" && c.closedAfter < lostAt {
@@ -382,10 +441,10 @@ func checkOrigination(t *testing.T, kp *harness.Kproxy, p originationPath) error
 		note("%d connections took over the traffic after %s: reconnects", reconnects, lost)
 	case busy == 0:
 		note("no connection lived %v (%d session lifetimes) with more than %d requests although the client ran for %v",
-			originationMinReauths*harness.ReauthLifetime, originationMinReauths, originationBusyRequests, originationRun)
-	case reauthOK < float64(originationMinReauths*busy):
+			time.Duration(col.minReauths)*col.lifetime, col.minReauths, originationBusyRequests, col.run)
+	case reauthOK < float64(col.minReauths*busy):
 		note("%v re-authentications for %d connections that each lived %d session lifetimes in use: want at least %d each",
-			reauthOK, busy, originationMinReauths, originationMinReauths)
+			reauthOK, busy, col.minReauths, col.minReauths)
 	}
 	if len(problems) == 0 {
 		return nil
@@ -397,4 +456,29 @@ func checkOrigination(t *testing.T, kp *harness.Kproxy, p originationPath) error
 		problems = append(problems, "kproxy's first warnings: "+strings.Join(warnings, " | "))
 	}
 	return errors.New(strings.Join(problems, "; "))
+}
+
+// requireTokenSessions checks, direct to each slot's JWT listener with a
+// token Hydra issued, that Kafka validates it and ends the session at
+// the token's expiry: otherwise no oauth cell would see a
+// re-authentication and each would pass for nothing.
+func requireTokenSessions(t *testing.T, k *harness.Kafka) {
+	h := k.Origination.Issuer
+	tok, err := h.Token()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mech := oauth.Auth{Token: tok}.AsMechanism()
+	for i, s := range k.Origination.Slots {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		life, err := harness.SessionLifetime(ctx, s.JWT, nil, mech)
+		cancel()
+		switch {
+		case err != nil:
+			t.Errorf("slot %d: OAUTHBEARER with a Hydra token at %s: %v", i, s.JWT, err)
+		case life <= 0 || life > harness.HydraTokenLifetime:
+			t.Errorf("slot %d: the broker granted a session lifetime of %v, want the token's remaining lifetime (at most %v)", i, life, harness.HydraTokenLifetime)
+		}
+	}
+	t.Logf("%d slots: every JWT listener validates Hydra's tokens and ends sessions at their expiry", len(k.Origination.Slots))
 }

@@ -83,6 +83,7 @@ var compatScenarios = []scenario{
 	{name: "mtls", tls: "mtls", apis: []string{"Produce", "Fetch", "JoinGroup"}, run: func(c *cell) error { return c.roundTrip("", "none", "all") }},
 	{name: "cluster", cluster: true, apis: []string{"Metadata", "Produce", "Fetch", "FindCoordinator", "JoinGroup"}, run: func(c *cell) error { return c.roundTrip("", "none", "all") }},
 	{name: "sasl-origination", origination: true},
+	{name: "oauth", origination: true},
 	{name: "trace-stitch", stitch: true, apis: []string{"Produce"}, run: (*cell).traceStitch},
 	{name: "admin", apis: []string{"CreateTopics", "DeleteTopics"}, needs: []kclients.Feature{kclients.Admin}, core: true, run: (*cell).admin},
 	{name: "governance", governance: true, apis: []string{"Produce", "Fetch"}, needs: []kclients.Feature{kclients.Acks1}, narrow: governanceNote, run: (*cell).governanceCell},

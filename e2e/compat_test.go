@@ -34,8 +34,8 @@ func TestCompat(t *testing.T) {
 	for i, v := range versions {
 		t.Run("kafka-"+v, func(t *testing.T) {
 			var opts []harness.KafkaOption
-			if i == 0 { // so does the sasl-origination column
-				opts = append(opts, harness.WithOrigination(len(driverEntries)))
+			if i == 0 { // so do the sasl-origination and oauth columns
+				opts = append(opts, harness.WithOrigination(len(driverEntries)), harness.WithOAuthIssuer(harness.StartHydra(t)))
 			}
 			k := harness.StartKafka(t, v, opts...)
 			env := &compatEnv{
@@ -53,7 +53,7 @@ func TestCompat(t *testing.T) {
 			}
 			t.Run("tls-refusals", env.tls.requireRefusals)
 			if i == 0 {
-				t.Run("sasl-origination", func(t *testing.T) { env.runOrigination(t, m, v) })
+				env.runOriginations(t, m, v)
 			}
 			for _, e := range driverEntries {
 				t.Run(e.id, func(t *testing.T) {

@@ -13,7 +13,9 @@
 #      with Maven, from e2e/kafka/pom.xml;
 #   2. each client driver, by clients/*/install.sh;
 #   3. a Jaeger v2 binary, built from the Jaeger module pinned in
-#      tools/jaeger (a cold build takes minutes).
+#      tools/jaeger (a cold build takes minutes);
+#   4. an Ory Hydra binary (the oauth column's authorization server),
+#      built from the module pinned in tools/hydra.
 # Then it runs go vet and go test in this module. Every process the tests
 # start listens on 127.0.0.1 and is killed when its test ends. A full run
 # writes COMPAT.md and copies it into docs/compatibility.md.
@@ -70,6 +72,25 @@ else
   mv -f "$jaeger.tmp" "$jaeger"
   echo "$want" >"$stamp"
   echo "== e2e: built $jaeger in $((SECONDS - start))s"
+fi
+
+# Ory Hydra, the oauth column's authorization server, with SQLite (cgo)
+# for its in-memory store; stale like Jaeger's.
+hydra=$cache/hydra/hydra
+stamp=$cache/hydra/stamp
+export KPROXY_E2E_HYDRA=$hydra
+want=$({ go env GOVERSION GOOS GOARCH; cat tools/hydra/go.mod tools/hydra/go.sum; } | sha256sum | cut -d' ' -f1)
+if [ -x "$hydra" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+  echo "== e2e: $hydra is up to date"
+else
+  echo "== e2e: building $hydra (Ory Hydra, github.com/ory/hydra/v2 with SQLite; a cold build takes minutes)"
+  mkdir -p "$(dirname "$hydra")"
+  start=$SECONDS
+  rm -f "$stamp"
+  (cd tools/hydra && CGO_ENABLED=1 go build -tags sqlite,sqlite_omit_load_extension -o "$hydra.tmp" github.com/ory/hydra/v2)
+  mv -f "$hydra.tmp" "$hydra"
+  echo "$want" >"$stamp"
+  echo "== e2e: built $hydra in $((SECONDS - start))s"
 fi
 
 echo "== e2e: go vet"

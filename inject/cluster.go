@@ -69,6 +69,9 @@ type Cluster struct {
 	// label is used.
 	ClientRack    string
 	ClientRackSet bool
+	// OAuth, when set, makes kproxy fetch OAUTHBEARER tokens itself
+	// (the kproxy.io/oauth-* annotations).
+	OAuth *OAuth
 }
 
 // The upstream CA Secret's volume, and where the sidecar mounts it:
@@ -100,7 +103,9 @@ const (
 var (
 	brokerOnly  = []string{AnnotationUpstreamPort}
 	clusterOnly = []string{AnnotationBootstrap, AnnotationNodePortBase, AnnotationNodeIDs, AnnotationUpstreamTLS, AnnotationUpstreamCASecret,
-		AnnotationSASLSecret, AnnotationSASLMechanism, AnnotationClientRack}
+		AnnotationSASLSecret, AnnotationSASLMechanism, AnnotationClientRack,
+		AnnotationOAuthTokenEndpoint, AnnotationOAuthSecret, AnnotationOAuthServiceAccountAudience,
+		AnnotationOAuthClientID, AnnotationOAuthScope, AnnotationOAuthAudience}
 )
 
 // mode reads AnnotationMode and refuses the other mode's annotations.
@@ -174,6 +179,9 @@ func cluster(ann map[string]string, listen int) (*Cluster, error) {
 		c.UpstreamTLS, c.UpstreamCASecret = true, name
 	}
 	if err := saslUpstream(ann, c); err != nil {
+		return nil, err
+	}
+	if err := oauthUpstream(ann, c); err != nil {
 		return nil, err
 	}
 	if err := clientRack(ann, c); err != nil {
@@ -256,7 +264,7 @@ tracing:
   # Turned on by OTEL_EXPORTER_OTLP_ENDPOINT.
   enabled: false
   sample_ratio: 0.05
-`, a.Listen, c.Bootstrap, c.NodePortBase, c.NodeIDMin, c.NodeIDMax, ClusterAdminPort) + upstreamTLS(c) + saslSection(c)
+`, a.Listen, c.Bootstrap, c.NodePortBase, c.NodeIDMin, c.NodeIDMax, ClusterAdminPort) + upstreamTLS(c) + saslSection(c) + oauthSection(c)
 }
 
 // upstreamTLS is the tls: section of a client-pod kproxy.yaml, if any.

@@ -427,6 +427,18 @@ func TestClusterBadAnnotations(t *testing.T) {
 		{"SASL secret in broker mode", map[string]string{AnnotationSASLSecret: "creds", AnnotationSASLMechanism: "PLAIN"}, "is not used in broker mode"},
 		{"SASL secret alone in broker mode", map[string]string{AnnotationMode: ModeBroker, AnnotationSASLSecret: "creds"}, "annotation kproxy.io/sasl-secret is not used in broker mode"},
 		{"SASL mechanism alone in broker mode", map[string]string{AnnotationSASLMechanism: "SCRAM-SHA-256"}, "annotation kproxy.io/sasl-mechanism is not used in broker mode"},
+		{"OAuth secret without a token endpoint", cluster(AnnotationOAuthSecret, "oauth"), "the OAuth annotations need kproxy.io/oauth-token-endpoint"},
+		{"OAuth token endpoint alone", cluster(AnnotationOAuthTokenEndpoint, "https://idp/token"), "needs kproxy.io/oauth-secret (a Secret with client-id and client-secret) or kproxy.io/oauth-service-account-audience"},
+		{"OAuth token endpoint not a URL", cluster(AnnotationOAuthTokenEndpoint, "idp:443", AnnotationOAuthSecret, "oauth"), "annotation kproxy.io/oauth-token-endpoint=\"idp:443\": want an https URL"},
+		{"OAuth secret and ServiceAccount", cluster(AnnotationOAuthTokenEndpoint, "https://idp/token", AnnotationOAuthSecret, "oauth",
+			AnnotationOAuthServiceAccountAudience, "https://idp", AnnotationOAuthClientID, "c"), "two ways to authenticate the OAuth client"},
+		{"OAuth ServiceAccount without a client id", cluster(AnnotationOAuthTokenEndpoint, "https://idp/token", AnnotationOAuthServiceAccountAudience, "https://idp"),
+			"annotation kproxy.io/oauth-service-account-audience needs kproxy.io/oauth-client-id"},
+		{"OAuth and a SASL secret", cluster(AnnotationOAuthTokenEndpoint, "https://idp/token", AnnotationOAuthSecret, "oauth",
+			AnnotationSASLSecret, "creds", AnnotationSASLMechanism, "PLAIN"), "two sources of broker credentials"},
+		{"OAuth secret not a name", cluster(AnnotationOAuthTokenEndpoint, "https://idp/token", AnnotationOAuthSecret, "Oauth_1"), "annotation kproxy.io/oauth-secret=\"Oauth_1\""},
+		{"OAuth scope with a quote", cluster(AnnotationOAuthTokenEndpoint, "https://idp/token", AnnotationOAuthSecret, "oauth", AnnotationOAuthScope, `a"b`), "may not hold quotes"},
+		{"OAuth in broker mode", map[string]string{AnnotationOAuthSecret: "oauth"}, "annotation kproxy.io/oauth-secret is not used in broker mode"},
 	} {
 		in := annotated(c.ann)
 		if _, err := Manifest(in, Defaults()); err == nil || !strings.Contains(err.Error(), c.want) {
@@ -455,6 +467,9 @@ func TestClusterBadAnnotations(t *testing.T) {
 		cluster(AnnotationSASLSecret, "creds", AnnotationSASLMechanism, "SCRAM-SHA-256"),
 		cluster(AnnotationSASLSecret, "creds", AnnotationSASLMechanism, "SCRAM-SHA-512"),
 		cluster(AnnotationSASLSecret, "creds", AnnotationSASLMechanism, "OAUTHBEARER"),
+		cluster(AnnotationOAuthTokenEndpoint, "https://idp/token", AnnotationOAuthSecret, "oauth"),
+		cluster(AnnotationOAuthTokenEndpoint, "https://idp/token", AnnotationOAuthServiceAccountAudience, "https://idp", AnnotationOAuthClientID, "kafka-orders",
+			AnnotationOAuthScope, "kafka produce", AnnotationOAuthAudience, "kafka"),
 	} {
 		if _, err := Manifest(annotated(ann), Defaults()); err != nil {
 			t.Errorf("%v: %v", ann, err)
@@ -709,6 +724,9 @@ func TestClusterConfigValidates(t *testing.T) {
 		return Asked{Listen: 9092, Cluster: &Cluster{Bootstrap: "b-1.example.com:9096", NodePortBase: 9100, NodeIDMax: 99, UpstreamTLS: true,
 			SASLSecret: "creds", SASLMechanism: mech}}
 	}
+	oauth := func(o *OAuth) Asked {
+		return Asked{Listen: 9092, Cluster: &Cluster{Bootstrap: "b-1.example.com:9096", NodePortBase: 9100, NodeIDMax: 99, UpstreamTLS: true, OAuth: o}}
+	}
 	for _, c := range []struct {
 		name string
 		a    Asked
@@ -731,6 +749,10 @@ func TestClusterConfigValidates(t *testing.T) {
 		{"SASL OAUTHBEARER", sasl("OAUTHBEARER"), nil, nil, true},
 		{"SASL OAUTHBEARER, a Secret without token", sasl("OAUTHBEARER"), nil, map[string][]byte{"username": []byte("app"), "password": []byte(saslPassword)}, false},
 		{"SASL SCRAM, a Secret with an empty password", sasl("SCRAM-SHA-512"), nil, map[string][]byte{"username": []byte("app"), "password": nil}, false},
+		{"OAuth with a Secret", oauth(&OAuth{TokenEndpoint: "https://idp.example/oauth2/token", Secret: "oauth"}), nil, nil, true},
+		{"OAuth with a Secret and a client id", oauth(&OAuth{TokenEndpoint: "https://idp.example/oauth2/token", Secret: "oauth", ClientID: "kafka-orders", Scope: "kafka", Audience: "kafka"}), nil, nil, true},
+		{"OAuth with the ServiceAccount token", oauth(&OAuth{TokenEndpoint: "https://idp.example/oauth2/token", SAAudience: "https://idp.example", ClientID: "kafka-orders"}), nil, nil, true},
+		{"OAuth, a Secret without client-secret", oauth(&OAuth{TokenEndpoint: "https://idp.example/oauth2/token", Secret: "oauth"}), nil, map[string][]byte{"client-id": []byte("kafka-orders")}, false},
 		{"a CA Secret whose ca.crt is no certificate", withCA, []byte("not a certificate\n"), nil, false},
 		{"node ports over admin", Asked{Listen: 9092, Cluster: &Cluster{Bootstrap: "k:9092", NodePortBase: 9250, NodeIDMax: 99}}, nil, nil, false},
 		{"node ports over listen", Asked{Listen: 9092, Cluster: &Cluster{Bootstrap: "k:9092", NodePortBase: 9050, NodeIDMax: 99}}, nil, nil, false},
@@ -750,6 +772,13 @@ func TestClusterConfigValidates(t *testing.T) {
 			}
 			secretDir(t, filepath.Join(root, strings.TrimPrefix(SASLDir, "/")), creds)
 		}
+		if c.a.Cluster.OAuth != nil {
+			creds := c.creds
+			if creds == nil {
+				creds = map[string][]byte{"client-id": []byte("kafka-orders"), "client-secret": []byte(saslPassword), "token": []byte(unsignedJWT)}
+			}
+			secretDir(t, filepath.Join(root, strings.TrimPrefix(OAuthDir, "/")), creds)
+		}
 		args := Sidecar(Defaults(), c.a).Args
 		args[0] = "validate"
 		for i, arg := range args {
@@ -759,8 +788,9 @@ func TestClusterConfigValidates(t *testing.T) {
 		}
 		// The generated file names the CA and the credentials where the
 		// pod mounts them; here that is under root.
-		if c.a.Cluster.UpstreamCASecret != "" || c.a.Cluster.SASLSecret != "" {
-			moved := strings.NewReplacer(UpstreamCADir+"/", filepath.Join(root, UpstreamCADir)+"/", SASLDir+"/", filepath.Join(root, SASLDir)+"/").Replace(ClusterConfig(c.a))
+		if c.a.Cluster.UpstreamCASecret != "" || c.a.Cluster.SASLSecret != "" || c.a.Cluster.OAuth != nil {
+			moved := strings.NewReplacer(UpstreamCADir+"/", filepath.Join(root, UpstreamCADir)+"/", SASLDir+"/", filepath.Join(root, SASLDir)+"/",
+				OAuthDir+"/", filepath.Join(root, OAuthDir)+"/").Replace(ClusterConfig(c.a))
 			if err := os.WriteFile(cfg, []byte(moved), 0o600); err != nil {
 				t.Fatal(err)
 			}

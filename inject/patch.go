@@ -75,6 +75,9 @@ func Patch(raw []byte, o Options, strict bool) ([]jsonpatch.Operation, error) {
 	if a.Cluster == nil || a.Cluster.SASLSecret == "" {
 		unasked = append(unasked, SASLVolumeName)
 	}
+	if a.Cluster == nil || a.Cluster.OAuth == nil {
+		unasked = append(unasked, OAuthVolumeName)
+	}
 	// After the replaces above, so their indexes still hold.
 	return drop(ops, pod+"/volumes", vols, unasked...)
 }

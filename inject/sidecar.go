@@ -188,6 +188,9 @@ func Sidecar(o Options, a Asked) corev1.Container {
 	if a.Cluster != nil && a.Cluster.SASLSecret != "" {
 		mounts = append(mounts, corev1.VolumeMount{Name: SASLVolumeName, MountPath: SASLDir, ReadOnly: true})
 	}
+	if a.Cluster != nil && a.Cluster.OAuth != nil {
+		mounts = append(mounts, corev1.VolumeMount{Name: OAuthVolumeName, MountPath: OAuthDir, ReadOnly: true})
+	}
 	return corev1.Container{
 		Name:            ContainerName,
 		Image:           o.Image,
@@ -236,6 +239,9 @@ func Volumes(o Options, a Asked) []corev1.Volume {
 	}
 	if a.Cluster != nil && a.Cluster.SASLSecret != "" {
 		v = append(v, saslVolume(a.Cluster))
+	}
+	if a.Cluster != nil && a.Cluster.OAuth != nil {
+		v = append(v, oauthVolume(a.Cluster.OAuth))
 	}
 	return v
 }

@@ -142,10 +142,14 @@ func known(m string) bool {
 func (u *Upstream) files() []fileField {
 	if u.Mechanism == OAuthBearer {
 		if o := u.OAuth; o != nil {
-			if o.ClientSecretFile != "" {
-				return []fileField{{"upstream.oauth.client_secret_file", o.ClientSecretFile}}
+			var fs []fileField
+			if o.ClientIDFile != "" {
+				fs = append(fs, fileField{"upstream.oauth.client_id_file", o.ClientIDFile})
 			}
-			return []fileField{{"upstream.oauth.client_assertion_file", o.ClientAssertionFile}}
+			if o.ClientSecretFile != "" {
+				return append(fs, fileField{"upstream.oauth.client_secret_file", o.ClientSecretFile})
+			}
+			return append(fs, fileField{"upstream.oauth.client_assertion_file", o.ClientAssertionFile})
 		}
 		return []fileField{{"upstream.token_file", u.TokenFile}}
 	}

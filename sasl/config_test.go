@@ -40,6 +40,8 @@ func TestValidate(t *testing.T) {
 		{up(Upstream{Mechanism: OAuthBearer, OAuth: &OAuth{ClientID: "c", ClientSecretFile: "s"}}), "upstream.oauth.token_endpoint", "required"},
 		{up(Upstream{Mechanism: OAuthBearer, OAuth: &OAuth{TokenEndpoint: "idp:443", ClientID: "c", ClientSecretFile: "s"}}), "upstream.oauth.token_endpoint", "http(s) URL"},
 		{up(Upstream{Mechanism: OAuthBearer, OAuth: &OAuth{TokenEndpoint: "https://idp/token", ClientSecretFile: "s"}}), "upstream.oauth.client_id", "required"},
+		{up(Upstream{Mechanism: OAuthBearer, OAuth: &OAuth{TokenEndpoint: "https://idp/token", ClientIDFile: "i", ClientSecretFile: "s"}}), "", ""},
+		{up(Upstream{Mechanism: OAuthBearer, OAuth: &OAuth{TokenEndpoint: "https://idp/token", ClientID: "c", ClientIDFile: "i", ClientSecretFile: "s"}}), "upstream.oauth.client_id_file", "set one"},
 		{up(Upstream{Mechanism: OAuthBearer, OAuth: &OAuth{TokenEndpoint: "https://idp/token", ClientID: "c"}}), "upstream.oauth.client_secret_file", "client_assertion_file is required"},
 		{up(Upstream{Mechanism: OAuthBearer, OAuth: &OAuth{TokenEndpoint: "https://idp/token", ClientID: "c", ClientSecretFile: "s", ClientAssertionFile: "a"}}), "upstream.oauth.client_assertion_file", "set one"},
 		{up(Upstream{Mechanism: OAuthBearer, OAuth: &OAuth{TokenEndpoint: "https://idp/token", ClientID: "c", ClientSecretFile: "s", RefreshAt: 1}}), "upstream.oauth.refresh_at", "below 1"},

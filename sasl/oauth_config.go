@@ -15,8 +15,11 @@ import (
 type OAuth struct {
 	// TokenEndpoint is the authorization server's token URL. Required.
 	TokenEndpoint string `yaml:"token_endpoint"`
-	// ClientID is the OAuth client. Required.
+	// ClientID is the OAuth client. It or ClientIDFile is required.
 	ClientID string `yaml:"client_id"`
+	// ClientIDFile holds the client id instead, read at each fetch: for
+	// a Secret that holds the client id beside its secret.
+	ClientIDFile string `yaml:"client_id_file"`
 	// ClientSecretFile holds the client secret, sent as
 	// client_secret_basic. One of it and ClientAssertionFile.
 	ClientSecretFile string `yaml:"client_secret_file"`
@@ -58,8 +61,10 @@ func (o *OAuth) validate() error {
 		return fielderr.New("upstream.oauth.token_endpoint", "is required")
 	case err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "":
 		return fielderr.New("upstream.oauth.token_endpoint", "must be an http(s) URL")
-	case o.ClientID == "":
-		return fielderr.New("upstream.oauth.client_id", "is required")
+	case o.ClientID == "" && o.ClientIDFile == "":
+		return fielderr.New("upstream.oauth.client_id", "or client_id_file is required")
+	case o.ClientID != "" && o.ClientIDFile != "":
+		return fielderr.New("upstream.oauth.client_id_file", "and client_id are two sources of the client id: set one")
 	case o.ClientSecretFile == "" && o.ClientAssertionFile == "":
 		return fielderr.New("upstream.oauth.client_secret_file", "or client_assertion_file is required")
 	case o.ClientSecretFile != "" && o.ClientAssertionFile != "":

@@ -225,6 +225,11 @@ func (s *tokenSource) fetch(ctx context.Context) (*token, error) {
 		Scopes: strings.Fields(s.o.Scope), EndpointParams: url.Values{}, AuthStyle: oauth2.AuthStyleInHeader}
 	var secret string
 	var err error
+	if s.o.ClientIDFile != "" {
+		if cfg.ClientID, err = readSecret(s.o.ClientIDFile); err != nil {
+			return nil, fmt.Errorf("sasl.upstream.oauth.client_id_file: %w", err)
+		}
+	}
 	if s.o.ClientSecretFile != "" {
 		if secret, err = readSecret(s.o.ClientSecretFile); err != nil {
 			return nil, fmt.Errorf("sasl.upstream.oauth.client_secret_file: %w", err)

@@ -186,6 +186,18 @@ func TestTokenClientAssertion(t *testing.T) {
 	}
 }
 
+// With client_id_file, the client id is read from its file at each fetch.
+func TestTokenClientIDFile(t *testing.T) {
+	srv := oauthtest.New(t, oauthtest.Options{ClientID: "kafka-orders", Secret: oauthSecret, Lifetime: time.Hour})
+	o := oauthFor(t, srv, oauthSecret)
+	o.ClientID, o.ClientIDFile = "", filepath.Join(t.TempDir(), "client-id")
+	os.WriteFile(o.ClientIDFile, []byte("kafka-orders\n"), 0o600)
+	s, _, _ := newSource(t, o)
+	if _, err := s.fetch(context.Background()); err != nil {
+		t.Fatalf("client id from its file: %v", err)
+	}
+}
+
 // Expiry: the server's expires_in when given, for opaque tokens too; the
 // principal is a JWT's subject, none for an opaque token.
 func TestTokenExpiryAndPrincipal(t *testing.T) {

@@ -154,6 +154,14 @@ type KafkaOption func(*kafkaOptions)
 
 type kafkaOptions struct {
 	originationSlots int
+	issuer           *Hydra
+}
+
+// WithOAuthIssuer gives each origination slot a listener validating
+// h's JWTs (OriginationSlot.JWT); h must be running before the broker
+// starts, which fetches its keys.
+func WithOAuthIssuer(h *Hydra) KafkaOption {
+	return func(o *kafkaOptions) { o.issuer = h }
 }
 
 // WithOrigination adds slots sets of sasl-origination listeners
@@ -184,7 +192,7 @@ func startKafka(t testing.TB, version string, o kafkaOptions) (*Kafka, error) {
 		ProxyStitchConsume: fmt.Sprintf("127.0.0.1:%d", p[10+kafkaTLSPorts]),
 		Governance:         fmt.Sprintf("127.0.0.1:%d", p[11+kafkaTLSPorts]),
 		ProxyGovernance:    fmt.Sprintf("127.0.0.1:%d", p[12+kafkaTLSPorts]),
-		Origination:        newKafkaOrigination(p[13+kafkaTLSPorts:]),
+		Origination:        newKafkaOrigination(p[13+kafkaTLSPorts:], o.issuer),
 		dir:                t.TempDir(),
 	}
 	props := filepath.Join(k.dir, "server.properties")
@@ -337,12 +345,17 @@ func createTopic(t testing.TB, seeds []string, topic string, partitions int32, r
 }
 
 func (k *Kafka) jvmArgs() []string {
-	return []string{
+	args := []string{
 		"-cp", filepath.Join(k.Libs, "*"),
 		"-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
 		"-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
 		"-Djava.security.egd=file:/dev/urandom",
 	}
+	if h := k.Origination.Issuer; h != nil {
+		// Kafka fetches OAuth keys only from the URLs this lists.
+		args = append(args, "-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls="+h.JWKSURL)
+	}
+	return args
 }
 
 // listener is one of the broker's listeners.

@@ -25,6 +25,8 @@ const OAuthSubject = "alice"
 // is reached, and ends sessions after ReauthLifetime.
 type KafkaOrigination struct {
 	Slots []OriginationSlot
+	// Issuer, when set (WithOAuthIssuer), adds each slot's JWT listener.
+	Issuer *Hydra
 }
 
 // OriginationSlot is one cell's listeners:
@@ -32,25 +34,29 @@ type KafkaOrigination struct {
 //   - SCRAM: SASL_PLAINTEXT with SCRAM-SHA-512 (user ScramUser);
 //   - SCRAMTLS: SASL_SSL with SCRAM-SHA-512, presenting Certs.ServerCert;
 //   - OAuth: SASL_PLAINTEXT with OAUTHBEARER, validating unsecured JWTs
-//     (alg none, Kafka's default validator), see OAuthToken.
+//     (alg none, Kafka's default validator), see OAuthToken;
+//   - JWT (WithOAuthIssuer only): SASL_PLAINTEXT with OAUTHBEARER,
+//     validating signed JWTs against the issuer's JWKS with Kafka's own
+//     OAuthBearerValidatorCallbackHandler (audience HydraAudience); a
+//     session ends no later than its token expires.
 //
-// ProxySCRAM, ProxySCRAMTLS and ProxyOAuth are the plaintext addresses
-// they advertise, where the slot's kproxies must listen.
+// ProxySCRAM, ProxySCRAMTLS, ProxyOAuth and ProxyJWT are the plaintext
+// addresses they advertise, where the slot's kproxies must listen.
 type OriginationSlot struct {
-	SCRAM, SCRAMTLS, OAuth                string
-	ProxySCRAM, ProxySCRAMTLS, ProxyOAuth string
+	SCRAM, SCRAMTLS, OAuth, JWT                     string
+	ProxySCRAM, ProxySCRAMTLS, ProxyOAuth, ProxyJWT string
 }
 
 // originationPortsPerSlot is how many free ports a slot takes.
-const originationPortsPerSlot = 6
+const originationPortsPerSlot = 8
 
-func newKafkaOrigination(ports []int) KafkaOrigination {
+func newKafkaOrigination(ports []int, issuer *Hydra) KafkaOrigination {
 	a := func(i int) string { return fmt.Sprintf("127.0.0.1:%d", ports[i]) }
-	var o KafkaOrigination
+	o := KafkaOrigination{Issuer: issuer}
 	for i := 0; i+originationPortsPerSlot <= len(ports); i += originationPortsPerSlot {
 		o.Slots = append(o.Slots, OriginationSlot{
-			SCRAM: a(i), SCRAMTLS: a(i + 1), OAuth: a(i + 2),
-			ProxySCRAM: a(i + 3), ProxySCRAMTLS: a(i + 4), ProxyOAuth: a(i + 5),
+			SCRAM: a(i), SCRAMTLS: a(i + 1), OAuth: a(i + 2), JWT: a(i + 6),
+			ProxySCRAM: a(i + 3), ProxySCRAMTLS: a(i + 4), ProxyOAuth: a(i + 5), ProxyJWT: a(i + 7),
 		})
 	}
 	return o
@@ -68,6 +74,9 @@ func (o KafkaOrigination) listeners() []listener {
 			listener{originationListener("SCRAMTLS", i), s.SCRAMTLS, s.ProxySCRAMTLS, "SASL_SSL"},
 			listener{originationListener("OAUTH", i), s.OAuth, s.ProxyOAuth, "SASL_PLAINTEXT"},
 		)
+		if o.Issuer != nil {
+			ls = append(ls, listener{originationListener("JWT", i), s.JWT, s.ProxyJWT, "SASL_PLAINTEXT"})
+		}
 	}
 	return ls
 }
@@ -97,6 +106,20 @@ func (o KafkaOrigination) properties() []string {
 			p+"sasl.enabled.mechanisms=OAUTHBEARER",
 			p+"oauthbearer.sasl.jaas.config="+jaasOAuth,
 			p+"oauthbearer.connections.max.reauth.ms="+lifetime)
+		if h := o.Issuer; h != nil {
+			// Re-authentication on, with a bound far above the tokens'
+			// lifetime: the token's expiry ends each session.
+			p := "listener.name." + strings.ToLower(originationListener("JWT", i)) + "."
+			lines = append(lines,
+				p+"sasl.enabled.mechanisms=OAUTHBEARER",
+				p+"oauthbearer.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;",
+				p+"oauthbearer.sasl.server.callback.handler.class=org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler",
+				p+"oauthbearer.sasl.oauthbearer.jwks.endpoint.url="+h.JWKSURL,
+				p+"oauthbearer.sasl.oauthbearer.expected.audience="+HydraAudience,
+				p+"oauthbearer.sasl.oauthbearer.expected.issuer="+h.Issuer,
+				p+"oauthbearer.sasl.oauthbearer.scope.claim.name=scp",
+				p+"oauthbearer.connections.max.reauth.ms=3600000")
+		}
 	}
 	return lines
 }
