@@ -96,7 +96,7 @@ var originationPaths = []originationPath{
 // validates each against Hydra's keys and ends the session at its expiry.
 var oauthPaths = []originationPath{
 	{name: "produce-oauth", mechanism: "OAUTHBEARER", idp: true, listen: func(s harness.OriginationSlot) (string, string) { return s.ProxyJWT, s.JWT }},
-	{name: "consume-oauth", mechanism: "OAUTHBEARER", idp: true, consumer: true, listen: func(s harness.OriginationSlot) (string, string) { return s.ProxyJWT, s.JWT }},
+	{name: "consume-oauth", mechanism: "OAUTHBEARER", idp: true, consumer: true, listen: func(s harness.OriginationSlot) (string, string) { return s.ProxyJWT2, s.JWT2 }},
 }
 
 // originationColumn is a column whose cells run all at once, each client
@@ -470,14 +470,16 @@ func requireTokenSessions(t *testing.T, k *harness.Kafka) {
 	}
 	mech := oauth.Auth{Token: tok}.AsMechanism()
 	for i, s := range k.Origination.Slots {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		life, err := harness.SessionLifetime(ctx, s.JWT, nil, mech)
-		cancel()
-		switch {
-		case err != nil:
-			t.Errorf("slot %d: OAUTHBEARER with a Hydra token at %s: %v", i, s.JWT, err)
-		case life <= 0 || life > harness.HydraTokenLifetime:
-			t.Errorf("slot %d: the broker granted a session lifetime of %v, want the token's remaining lifetime (at most %v)", i, life, harness.HydraTokenLifetime)
+		for _, addr := range []string{s.JWT, s.JWT2} {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			life, err := harness.SessionLifetime(ctx, addr, nil, mech)
+			cancel()
+			switch {
+			case err != nil:
+				t.Errorf("slot %d: OAUTHBEARER with a Hydra token at %s: %v", i, addr, err)
+			case life <= 0 || life > harness.HydraTokenLifetime:
+				t.Errorf("slot %d: the broker granted a session lifetime of %v, want the token's remaining lifetime (at most %v)", i, life, harness.HydraTokenLifetime)
+			}
 		}
 	}
 	t.Logf("%d slots: every JWT listener validates Hydra's tokens and ends sessions at their expiry", len(k.Origination.Slots))

@@ -35,28 +35,29 @@ type KafkaOrigination struct {
 //   - SCRAMTLS: SASL_SSL with SCRAM-SHA-512, presenting Certs.ServerCert;
 //   - OAuth: SASL_PLAINTEXT with OAUTHBEARER, validating unsecured JWTs
 //     (alg none, Kafka's default validator), see OAuthToken;
-//   - JWT (WithOAuthIssuer only): SASL_PLAINTEXT with OAUTHBEARER,
-//     validating signed JWTs against the issuer's JWKS with Kafka's own
-//     OAuthBearerValidatorCallbackHandler (audience HydraAudience); a
-//     session ends no later than its token expires.
+//   - JWT and JWT2 (WithOAuthIssuer only): SASL_PLAINTEXT with
+//     OAUTHBEARER, validating signed JWTs against the issuer's JWKS with
+//     Kafka's own OAuthBearerValidatorCallbackHandler (audience
+//     HydraAudience); a session ends no later than its token expires.
+//     Two, so that a cell's producer and consumer each have a kproxy.
 //
-// ProxySCRAM, ProxySCRAMTLS, ProxyOAuth and ProxyJWT are the plaintext
-// addresses they advertise, where the slot's kproxies must listen.
+// ProxySCRAM, ProxySCRAMTLS, ProxyOAuth, ProxyJWT and ProxyJWT2 are the
+// plaintext addresses they advertise, where the slot's kproxies listen.
 type OriginationSlot struct {
-	SCRAM, SCRAMTLS, OAuth, JWT                     string
-	ProxySCRAM, ProxySCRAMTLS, ProxyOAuth, ProxyJWT string
+	SCRAM, SCRAMTLS, OAuth, JWT, JWT2                          string
+	ProxySCRAM, ProxySCRAMTLS, ProxyOAuth, ProxyJWT, ProxyJWT2 string
 }
 
 // originationPortsPerSlot is how many free ports a slot takes.
-const originationPortsPerSlot = 8
+const originationPortsPerSlot = 10
 
 func newKafkaOrigination(ports []int, issuer *Hydra) KafkaOrigination {
 	a := func(i int) string { return fmt.Sprintf("127.0.0.1:%d", ports[i]) }
 	o := KafkaOrigination{Issuer: issuer}
 	for i := 0; i+originationPortsPerSlot <= len(ports); i += originationPortsPerSlot {
 		o.Slots = append(o.Slots, OriginationSlot{
-			SCRAM: a(i), SCRAMTLS: a(i + 1), OAuth: a(i + 2), JWT: a(i + 6),
-			ProxySCRAM: a(i + 3), ProxySCRAMTLS: a(i + 4), ProxyOAuth: a(i + 5), ProxyJWT: a(i + 7),
+			SCRAM: a(i), SCRAMTLS: a(i + 1), OAuth: a(i + 2), JWT: a(i + 6), JWT2: a(i + 8),
+			ProxySCRAM: a(i + 3), ProxySCRAMTLS: a(i + 4), ProxyOAuth: a(i + 5), ProxyJWT: a(i + 7), ProxyJWT2: a(i + 9),
 		})
 	}
 	return o
@@ -75,7 +76,8 @@ func (o KafkaOrigination) listeners() []listener {
 			listener{originationListener("OAUTH", i), s.OAuth, s.ProxyOAuth, "SASL_PLAINTEXT"},
 		)
 		if o.Issuer != nil {
-			ls = append(ls, listener{originationListener("JWT", i), s.JWT, s.ProxyJWT, "SASL_PLAINTEXT"})
+			ls = append(ls, listener{originationListener("JWT", i), s.JWT, s.ProxyJWT, "SASL_PLAINTEXT"},
+				listener{originationListener("JWTB", i), s.JWT2, s.ProxyJWT2, "SASL_PLAINTEXT"})
 		}
 	}
 	return ls
@@ -106,10 +108,14 @@ func (o KafkaOrigination) properties() []string {
 			p+"sasl.enabled.mechanisms=OAUTHBEARER",
 			p+"oauthbearer.sasl.jaas.config="+jaasOAuth,
 			p+"oauthbearer.connections.max.reauth.ms="+lifetime)
-		if h := o.Issuer; h != nil {
+		for _, kind := range []string{"JWT", "JWTB"} {
+			h := o.Issuer
+			if h == nil {
+				break
+			}
 			// Re-authentication on, with a bound far above the tokens'
 			// lifetime: the token's expiry ends each session.
-			p := "listener.name." + strings.ToLower(originationListener("JWT", i)) + "."
+			p := "listener.name." + strings.ToLower(originationListener(kind, i)) + "."
 			lines = append(lines,
 				p+"sasl.enabled.mechanisms=OAUTHBEARER",
 				p+"oauthbearer.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;",
