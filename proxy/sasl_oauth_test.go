@@ -285,3 +285,23 @@ func TestOAuthEndpointDownThenBack(t *testing.T) {
 		env.checkNoSecret(t, err.Error())
 	}
 }
+
+// With the endpoint down and the last token expired, a new client is
+// reset as a client of an unreachable broker is, and served again once a
+// token can be fetched.
+func TestOAuthNoTokenResetsNewClients(t *testing.T) {
+	env := startOAuth(t, 2*time.Second, 0.5)
+	if err := apiVersionsThrough(env.addr, 1); err != nil {
+		t.Fatal(err)
+	}
+	env.idp.SetDown(true)
+	time.Sleep(2500 * time.Millisecond) // past the token's expiry
+	if err := apiVersionsThrough(env.addr, 2); err == nil {
+		t.Fatal("a new client was served with no valid token to log in with")
+	}
+	env.idp.SetDown(false)
+	waitFor(t, 40*time.Second, "a new client served once the endpoint is back", func() bool {
+		return apiVersionsThrough(env.addr, 3) == nil
+	})
+	env.checkNoSecret(t)
+}
