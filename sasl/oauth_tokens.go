@@ -144,9 +144,10 @@ func (s *tokenSource) Token(ctx context.Context) (*token, error) {
 			return nil, err
 		}
 		s.mu.Unlock()
-		if _, err := s.fetchOnce(ctx); err != nil {
-			return nil, err
-		}
+		// The fetched token is handed out even if it is already close to
+		// its expiry: looping for a better one would hammer a server that
+		// issues short tokens.
+		return s.fetchOnce(ctx)
 	}
 }
 
