@@ -56,42 +56,35 @@ for install in clients/*/install.sh; do
   bash "$install" "$cache"
 done
 
-# The binary is stale when the toolchain or the pinned module changed.
-jaeger=$cache/jaeger/jaeger
-stamp=$cache/jaeger/stamp
-export KPROXY_E2E_JAEGER=$jaeger
-want=$({ go env GOVERSION GOOS GOARCH; cat tools/jaeger/go.mod tools/jaeger/go.sum; } | sha256sum | cut -d' ' -f1)
-if [ -x "$jaeger" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
-  echo "== e2e: $jaeger is up to date"
-else
-  echo "== e2e: building $jaeger (Jaeger v2, github.com/jaegertracing/jaeger/cmd/jaeger; a cold build takes minutes)"
-  mkdir -p "$(dirname "$jaeger")"
-  start=$SECONDS
-  rm -f "$stamp"
-  (cd tools/jaeger && go build -o "$jaeger.tmp" github.com/jaegertracing/jaeger/cmd/jaeger)
-  mv -f "$jaeger.tmp" "$jaeger"
-  echo "$want" >"$stamp"
-  echo "== e2e: built $jaeger in $((SECONDS - start))s"
-fi
+# build_tool NAME DIR PACKAGE WHAT [go build flags...] builds PACKAGE from
+# the module pinned in tools/DIR into $cache/NAME/NAME, unless the binary
+# there was built from the same toolchain, pinned module and flags, and
+# prints its path.
+build_tool() {
+  local name=$1 dir=$2 pkg=$3 what=$4
+  shift 4
+  local bin=$cache/$name/$name stamp=$cache/$name/stamp want start
+  want=$({ go env GOVERSION GOOS GOARCH; cat "tools/$dir/go.mod" "tools/$dir/go.sum"; if [ $# -gt 0 ]; then echo "$@"; fi; } | sha256sum | cut -d' ' -f1)
+  if [ -x "$bin" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+    echo "== e2e: $bin is up to date" >&2
+  else
+    echo "== e2e: building $bin ($what, $pkg; a cold build takes minutes)" >&2
+    mkdir -p "$(dirname "$bin")"
+    start=$SECONDS
+    rm -f "$stamp"
+    (cd "tools/$dir" && go build "$@" -o "$bin.tmp" "$pkg") >&2
+    mv -f "$bin.tmp" "$bin"
+    echo "$want" >"$stamp"
+    echo "== e2e: built $bin in $((SECONDS - start))s" >&2
+  fi
+  echo "$bin"
+}
 
+KPROXY_E2E_JAEGER=$(build_tool jaeger jaeger github.com/jaegertracing/jaeger/cmd/jaeger "Jaeger v2")
 # Ory Hydra, the oauth column's authorization server, with SQLite (cgo)
-# for its in-memory store; stale like Jaeger's.
-hydra=$cache/hydra/hydra
-stamp=$cache/hydra/stamp
-export KPROXY_E2E_HYDRA=$hydra
-want=$({ go env GOVERSION GOOS GOARCH; cat tools/hydra/go.mod tools/hydra/go.sum; } | sha256sum | cut -d' ' -f1)
-if [ -x "$hydra" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
-  echo "== e2e: $hydra is up to date"
-else
-  echo "== e2e: building $hydra (Ory Hydra, github.com/ory/hydra/v2 with SQLite; a cold build takes minutes)"
-  mkdir -p "$(dirname "$hydra")"
-  start=$SECONDS
-  rm -f "$stamp"
-  (cd tools/hydra && CGO_ENABLED=1 go build -tags sqlite,sqlite_omit_load_extension -o "$hydra.tmp" github.com/ory/hydra/v2)
-  mv -f "$hydra.tmp" "$hydra"
-  echo "$want" >"$stamp"
-  echo "== e2e: built $hydra in $((SECONDS - start))s"
-fi
+# for its in-memory store.
+KPROXY_E2E_HYDRA=$(CGO_ENABLED=1 build_tool hydra hydra github.com/ory/hydra/v2 "Ory Hydra with SQLite" -tags sqlite,sqlite_omit_load_extension)
+export KPROXY_E2E_JAEGER KPROXY_E2E_HYDRA
 
 echo "== e2e: go vet"
 go vet ./...

@@ -97,19 +97,20 @@ func scrubPathErr(err error) error {
 // names the principal with it; the broker checks the token), or "" when
 // token is not a JWT with a string subject.
 func jwtSubject(token string) string {
-	parts := strings.Split(token, ".")
-	if len(parts) != 3 {
-		return ""
-	}
-	payload, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(parts[1], "="))
-	if err != nil {
-		return ""
-	}
 	var claims struct {
 		Sub string `json:"sub"`
 	}
-	if json.Unmarshal(payload, &claims) != nil {
-		return ""
-	}
+	jwtClaims(token, &claims)
 	return claims.Sub
+}
+
+// jwtClaims decodes the payload of a JWT into claims, unverified, and
+// reports whether token was a JWT whose payload decoded.
+func jwtClaims(token string, claims any) bool {
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 {
+		return false
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(parts[1], "="))
+	return err == nil && json.Unmarshal(payload, claims) == nil
 }

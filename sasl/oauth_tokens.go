@@ -4,8 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -315,18 +313,10 @@ func (s *tokenSource) refresh() {
 
 // jwtExpiry is a JWT's exp claim, unverified, or zero.
 func jwtExpiry(tok string) time.Time {
-	parts := strings.Split(tok, ".")
-	if len(parts) != 3 {
-		return time.Time{}
-	}
-	payload, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(parts[1], "="))
-	if err != nil {
-		return time.Time{}
-	}
 	var claims struct {
 		Exp float64 `json:"exp"`
 	}
-	if json.Unmarshal(payload, &claims) != nil || claims.Exp <= 0 {
+	if !jwtClaims(tok, &claims) || claims.Exp <= 0 {
 		return time.Time{}
 	}
 	return time.UnixMilli(int64(claims.Exp * 1000))

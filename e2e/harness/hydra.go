@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -43,16 +42,7 @@ type Hydra struct {
 // test with what to run when it is missing.
 func HydraBinary(t testing.TB) string {
 	t.Helper()
-	path := os.Getenv(HydraEnv)
-	if path == "" {
-		t.Fatalf("%s is not set: run the suite with `bash e2e/run.sh` from the repository root, which builds "+
-			"Ory Hydra into its cache and sets it, or build one by hand "+
-			"(`cd e2e/tools/hydra && go build -tags sqlite -o /tmp/hydra github.com/ory/hydra/v2`) and set %s to it", HydraEnv, HydraEnv)
-	}
-	if st, err := os.Stat(path); err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
-		t.Fatalf("%s=%s is not an executable file: rerun `bash e2e/run.sh`, which builds it", HydraEnv, path)
-	}
-	return path
+	return toolBinary(t, HydraEnv, "Ory Hydra", "cd e2e/tools/hydra && go build -tags sqlite -o /tmp/hydra github.com/ory/hydra/v2")
 }
 
 // StartHydra starts Hydra on free loopback ports and registers the

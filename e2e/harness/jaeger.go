@@ -24,14 +24,21 @@ const JaegerEnv = "KPROXY_E2E_JAEGER"
 // the test with what to run when it is missing.
 func JaegerBinary(t testing.TB) string {
 	t.Helper()
-	path := os.Getenv(JaegerEnv)
+	return toolBinary(t, JaegerEnv, "Jaeger v2", "cd e2e/tools/jaeger && go build -o /tmp/jaeger github.com/jaegertracing/jaeger/cmd/jaeger")
+}
+
+// toolBinary is the executable env names, which e2e/run.sh builds into
+// its cache; it fails the test with what to run when env is unset or
+// names no executable.
+func toolBinary(t testing.TB, env, what, byHand string) string {
+	t.Helper()
+	path := os.Getenv(env)
 	if path == "" {
 		t.Fatalf("%s is not set: run the suite with `bash e2e/run.sh` from the repository root, which builds "+
-			"Jaeger v2 into its cache and sets it, or build one by hand "+
-			"(`cd e2e/tools/jaeger && go build -o /tmp/jaeger github.com/jaegertracing/jaeger/cmd/jaeger`) and set %s to it", JaegerEnv, JaegerEnv)
+			"%s into its cache and sets it, or build one by hand (`%s`) and set %s to it", env, what, byHand, env)
 	}
 	if st, err := os.Stat(path); err != nil || st.IsDir() || st.Mode()&0o111 == 0 {
-		t.Fatalf("%s=%s is not an executable file: rerun `bash e2e/run.sh`, which builds it", JaegerEnv, path)
+		t.Fatalf("%s=%s is not an executable file: rerun `bash e2e/run.sh`, which builds it", env, path)
 	}
 	return path
 }
