@@ -14,14 +14,19 @@ import (
 // would be taken to expect a response). With hideUnknown (see
 // Engine.HidesUnknownAPIs) it also drops the APIs kproxy does not know at
 // all, and it drops the APIs in hidden (the SASL APIs while kproxy
-// authenticates to the broker itself). It returns frame itself when there
-// is nothing to change.
-func ClampVersions(frame []byte, version int16, hideUnknown bool, hidden []int16) []byte {
+// authenticates to the broker itself). It offers version 0 of each key in
+// offered, whether or not the broker does (the APIs kproxy answers
+// itself, client telemetry), unless the response carries an error code.
+// It returns frame itself when there is nothing to change.
+func ClampVersions(frame []byte, version int16, hideUnknown bool, hidden, offered []int16) []byte {
 	resp, err := framing.DecodeResponse(frame, framing.KeyApiVersions, version)
 	if err != nil || resp == nil {
 		return frame
 	}
 	r := resp.(*kmsg.ApiVersionsResponse)
+	if r.ErrorCode != 0 {
+		offered = nil // an error answer is relayed with the broker's keys
+	}
 	changed := false
 	keep := r.ApiKeys[:0]
 	for _, k := range r.ApiKeys {
@@ -30,6 +35,8 @@ func ClampVersions(frame []byte, version int16, hideUnknown bool, hidden []int16
 		case slices.Contains(hidden, k.ApiKey):
 			changed = true
 			continue
+		case slices.Contains(offered, k.ApiKey):
+			continue // added below at the version kproxy answers
 		case max < 0 && hideUnknown:
 			changed = true
 			continue
@@ -38,29 +45,16 @@ func ClampVersions(frame []byte, version int16, hideUnknown bool, hidden []int16
 		}
 		keep = append(keep, k)
 	}
+	if len(offered) > 0 {
+		for _, k := range offered {
+			keep = append(keep, kmsg.ApiVersionsResponseApiKey{ApiKey: k})
+		}
+		slices.SortFunc(keep, func(a, b kmsg.ApiVersionsResponseApiKey) int { return int(a.ApiKey) - int(b.ApiKey) })
+		changed = true
+	}
 	if !changed {
 		return frame
 	}
 	r.ApiKeys = keep
-	return EncodeResponse(r, framing.ResponseCorrelationID(frame))
-}
-
-// OfferVersions makes an ApiVersions response offer version 0 of each key
-// in keys, whether or not the broker does: the APIs kproxy answers itself
-// (client telemetry). A response with an error code is left as it is.
-func OfferVersions(frame []byte, version int16, keys []int16) []byte {
-	resp, err := framing.DecodeResponse(frame, framing.KeyApiVersions, version)
-	if err != nil || resp == nil {
-		return frame
-	}
-	r := resp.(*kmsg.ApiVersionsResponse)
-	if r.ErrorCode != 0 {
-		return frame
-	}
-	r.ApiKeys = slices.DeleteFunc(r.ApiKeys, func(k kmsg.ApiVersionsResponseApiKey) bool { return slices.Contains(keys, k.ApiKey) })
-	for _, k := range keys {
-		r.ApiKeys = append(r.ApiKeys, kmsg.ApiVersionsResponseApiKey{ApiKey: k})
-	}
-	slices.SortFunc(r.ApiKeys, func(a, b kmsg.ApiVersionsResponseApiKey) int { return int(a.ApiKey) - int(b.ApiKey) })
 	return EncodeResponse(r, framing.ResponseCorrelationID(frame))
 }

@@ -18,7 +18,7 @@ func TestClampVersionsHidesAtEveryVersion(t *testing.T) {
 		for _, k := range []int16{0, 3, 17, 18, 36, 38, 39, 40, 41} {
 			resp.ApiKeys = append(resp.ApiKeys, kmsg.ApiVersionsResponseApiKey{ApiKey: k, MaxVersion: 1})
 		}
-		out := ClampVersions(EncodeResponse(resp, 9), v, false, []int16{17, 36, 38, 39, 40, 41})
+		out := ClampVersions(EncodeResponse(resp, 9), v, false, []int16{17, 36, 38, 39, 40, 41}, nil)
 		got, err := framing.DecodeResponse(out, framing.KeyApiVersions, v)
 		if err != nil {
 			t.Fatalf("v%d: %v", v, err)

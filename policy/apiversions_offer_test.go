@@ -11,7 +11,7 @@ import (
 
 // The APIs kproxy answers itself are offered at v0 whether the broker
 // offers them (at other versions) or not; an error answer is left alone.
-func TestOfferVersions(t *testing.T) {
+func TestClampVersionsOffers(t *testing.T) {
 	resp := kmsg.NewPtrApiVersionsResponse()
 	resp.SetVersion(3)
 	resp.ApiKeys = []kmsg.ApiVersionsResponseApiKey{
@@ -19,7 +19,7 @@ func TestOfferVersions(t *testing.T) {
 		{ApiKey: 72, MinVersion: 0, MaxVersion: 3}, // a broker newer than kproxy
 		{ApiKey: 18, MinVersion: 0, MaxVersion: 4},
 	}
-	out := OfferVersions(EncodeResponse(resp, 7), 3, []int16{71, 72})
+	out := ClampVersions(EncodeResponse(resp, 7), 3, false, nil, []int16{71, 72})
 	back, err := framing.DecodeResponse(out, framing.KeyApiVersions, 3)
 	if err != nil || framing.ResponseCorrelationID(out) != 7 {
 		t.Fatalf("offered answer: %v", err)
@@ -38,8 +38,9 @@ func TestOfferVersions(t *testing.T) {
 		}
 	}
 	resp.ErrorCode = kerr.UnsupportedVersion.Code
+	resp.ApiKeys = resp.ApiKeys[:1] // nothing to clamp: only the offer could change it
 	frame := EncodeResponse(resp, 8)
-	if same := OfferVersions(frame, 3, []int16{71, 72}); &same[0] != &frame[0] {
+	if same := ClampVersions(frame, 3, false, nil, []int16{71, 72}); &same[0] != &frame[0] {
 		t.Fatal("an error answer was changed")
 	}
 }

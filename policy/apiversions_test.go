@@ -21,7 +21,7 @@ func TestClampVersions(t *testing.T) {
 		{ApiKey: 30000, MinVersion: 0, MaxVersion: 9}, // unknown key: left alone
 	}
 	frame := EncodeResponse(resp, 5)
-	out := ClampVersions(frame, 3, false, nil)
+	out := ClampVersions(frame, 3, false, nil, nil)
 	back, err := framing.DecodeResponse(out, framing.KeyApiVersions, 3)
 	if err != nil || framing.ResponseCorrelationID(out) != 5 {
 		t.Fatalf("clamped answer: %v", err)
@@ -33,7 +33,7 @@ func TestClampVersions(t *testing.T) {
 	// Nothing to lower: the frame comes back as it was.
 	resp.ApiKeys = resp.ApiKeys[1:2]
 	same := EncodeResponse(resp, 6)
-	if got := ClampVersions(same, 3, false, nil); &got[0] != &same[0] {
+	if got := ClampVersions(same, 3, false, nil, nil); &got[0] != &same[0] {
 		t.Fatal("an answer needing no change was re-encoded")
 	}
 }
@@ -49,7 +49,7 @@ func TestClampVersionsHidesUnknownAPIs(t *testing.T) {
 		{ApiKey: 18, MinVersion: 0, MaxVersion: 3},
 		{ApiKey: 30000, MinVersion: 0, MaxVersion: 9},
 	}
-	out := ClampVersions(EncodeResponse(resp, 5), 3, true, nil)
+	out := ClampVersions(EncodeResponse(resp, 5), 3, true, nil, nil)
 	back, err := framing.DecodeResponse(out, framing.KeyApiVersions, 3)
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +71,7 @@ func TestClampVersionsHides(t *testing.T) {
 	for _, k := range []int16{0, 17, 18, 36, 38} {
 		resp.ApiKeys = append(resp.ApiKeys, kmsg.ApiVersionsResponseApiKey{ApiKey: k, MaxVersion: 1})
 	}
-	out := ClampVersions(EncodeResponse(resp, 9), 3, false, []int16{17, 36, 38})
+	out := ClampVersions(EncodeResponse(resp, 9), 3, false, []int16{17, 36, 38}, nil)
 	got, err := framing.DecodeResponse(out, framing.KeyApiVersions, 3)
 	if err != nil {
 		t.Fatal(err)

@@ -18,6 +18,15 @@ func clientTelemetryAPI(key int16) bool {
 // them, whether or not the broker does.
 var clientTelemetryKeys = []int16{framing.KeyGetTelemetrySubscriptions, framing.KeyPushTelemetry}
 
+// offered are the API keys ApiVersions answers offer whether or not the
+// broker does: the client telemetry APIs when kproxy answers them.
+func (e *Env) offered() []int16 {
+	if e.Clients == nil {
+		return nil
+	}
+	return clientTelemetryKeys
+}
+
 // answerTelemetry answers a GetTelemetrySubscriptions or PushTelemetry
 // request in the broker's place. A body that cannot be read closes the
 // connection, as a broker does with a malformed request.

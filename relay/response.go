@@ -39,10 +39,7 @@ func (s *Session) Response(frame []byte, out *Batch) error {
 		if e.APIKey == framing.KeyApiVersions {
 			// Cluster mode hides the keys it cannot read, as topic rules do.
 			hideUnknown := s.env.Policies.Load().HidesUnknownAPIs() || s.env.Addresses != nil
-			frame = policy.ClampVersions(frame, e.APIVersion, hideUnknown, s.env.hidden())
-			if s.env.Clients != nil {
-				frame = policy.OfferVersions(frame, e.APIVersion, clientTelemetryKeys)
-			}
+			frame = policy.ClampVersions(frame, e.APIVersion, hideUnknown, s.env.hidden(), s.env.offered())
 		}
 		if s.env.Addresses != nil {
 			if frame, err = s.env.Addresses.Rewrite(frame, e.APIKey, e.APIVersion); err != nil {
