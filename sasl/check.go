@@ -17,6 +17,11 @@ func (c Config) Check() error {
 			return fielderr.New(f.field, err.Error())
 		}
 	}
+	if o := c.Upstream.OAuth; o != nil && o.CAFile != "" {
+		if _, err := caPool(o.CAFile); err != nil {
+			return fielderr.New("upstream.oauth.ca_file", err.Error())
+		}
+	}
 	if c.Upstream.Mechanism != OAuthBearer {
 		if _, err := load(c.Upstream); err != nil {
 			return fielderr.New("upstream.password_file", "holds the same value as username_file: check the paths")

@@ -82,13 +82,9 @@ type tokenSource struct {
 func newTokenSource(o OAuth, m *Metrics, log zerolog.Logger) (*tokenSource, error) {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	if o.CAFile != "" {
-		pem, err := os.ReadFile(o.CAFile)
+		pool, err := caPool(o.CAFile)
 		if err != nil {
 			return nil, fmt.Errorf("sasl.upstream.oauth.ca_file: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("sasl.upstream.oauth.ca_file: %s holds no PEM certificate", o.CAFile)
 		}
 		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	}
@@ -320,4 +316,17 @@ func jwtExpiry(tok string) time.Time {
 		return time.Time{}
 	}
 	return time.UnixMilli(int64(claims.Exp * 1000))
+}
+
+// caPool reads the PEM roots trusted for the token endpoint.
+func caPool(path string) (*x509.CertPool, error) {
+	pem, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("%s holds no PEM certificate", path)
+	}
+	return pool, nil
 }

@@ -53,6 +53,8 @@ func (c ClientsConfig) validate() error {
 		return fielderr.New("clients.max_bytes", fmt.Sprintf("must be between 1 and %d", maxMaxBytes))
 	case c.Protocol != "" && c.Protocol != "grpc" && c.Protocol != "http/protobuf":
 		return fielderr.New("clients.protocol", "must be grpc or http/protobuf")
+	case c.Protocol == "http/protobuf" && c.Endpoint != "" && !httpURL(c.Endpoint):
+		return fielderr.New("clients.endpoint", "http/protobuf wants an http(s) URL")
 	}
 	if len(c.Metrics) > 1 {
 		for _, m := range c.Metrics {
@@ -109,10 +111,10 @@ func (c ClientsConfig) Collector(tracingEndpoint, tracingProtocol string, getenv
 		out.Endpoint = "http://localhost:4318"
 	}
 	if out.Protocol == "http/protobuf" {
-		u, err := url.Parse(out.Endpoint)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		if !httpURL(out.Endpoint) {
 			return out, fmt.Errorf("telemetry.clients: endpoint %q: http/protobuf wants an http(s) URL", out.Endpoint)
 		}
+		u, _ := url.Parse(out.Endpoint)
 		switch {
 		case u.Path == "" || u.Path == "/":
 			u.Path = "/v1/metrics"
@@ -124,4 +126,10 @@ func (c ClientsConfig) Collector(tracingEndpoint, tracingProtocol string, getenv
 		out.Endpoint = u.String()
 	}
 	return out, nil
+}
+
+// httpURL reports whether s is an absolute http or https URL.
+func httpURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
 }

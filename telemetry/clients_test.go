@@ -288,6 +288,7 @@ func TestClientsConfigValidate(t *testing.T) {
 		"clients.max_bytes":     func(c *ClientsConfig) { c.MaxBytes = 0 },
 		"clients.protocol":      func(c *ClientsConfig) { c.Protocol = "thrift" },
 		"clients.metrics":       func(c *ClientsConfig) { c.Metrics = []string{"", "org."} },
+		"clients.endpoint":      func(c *ClientsConfig) { c.Protocol, c.Endpoint = "http/protobuf", "otel:4318" },
 	} {
 		cfg := Defaults()
 		mutate(&cfg.Clients)
